@@ -1,0 +1,42 @@
+# yurthub in C - the commands a newcomer types.  The build itself is meson;
+# this file only installs what is missing and calls it.
+#
+#   make test    install deps, build with ASan+UBSan, run every test
+#   make         release build in build/
+#   make bench   benchmarks (release build), figures on stdout
+#   make demo    a hub against the test double, with a kubectl session
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD := build
+SANBUILD := build-san
+
+.PHONY: all deps build test bench clean format
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+$(BUILD)/build.ninja: | deps
+	meson setup $(BUILD) --buildtype=release --prefix=$(PREFIX) >/dev/null
+
+build: deps $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+$(SANBUILD)/build.ninja: | deps
+	meson setup $(SANBUILD) --buildtype=debug -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dc_args=-fno-sanitize-recover=all >/dev/null
+
+test: deps $(SANBUILD)/build.ninja
+	ninja -C $(SANBUILD)
+	scripts/run-tests.sh $(SANBUILD)
+
+bench: build
+	bench/run-disk-bench.sh $(BUILD)/bench/disk_bench
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) $(SANBUILD)

@@ -1,0 +1,57 @@
+#!/bin/sh
+# Run every test suite of a build directory and sum their results.
+# cmocka suites report "[  PASSED  ] N test(s)." / "[  FAILED  ] N test(s)";
+# script suites report a line "RESULT: N passed, M failed".  A suite that
+# crashes or exits non-zero without reporting counts as one failure.
+# The last line is the plain total: "N passed, M failed".
+set -u
+B=${1:-build-san}
+B=$(cd "$B" && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export YURTHUB_BUILD=$B YURTHUB_ROOT=$ROOT
+LOG=$B/test-logs
+mkdir -p "$LOG"
+
+SUITES="
+tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_key
+tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
+tests/test_config tests/test_cache_cmd tests/contract_disk
+tests/crash_test
+script:tests/cli/test_cli.sh
+"
+
+total_pass=0
+total_fail=0
+for s in $SUITES; do
+	case $s in
+	script:*) cmd="sh $ROOT/${s#script:}"; name=$(basename "${s#script:}") ;;
+	*) cmd="$B/$s"; name=$(basename "$s") ;;
+	esac
+	out="$LOG/$name.log"
+	timeout 1200 $cmd >"$out" 2>&1
+	rc=$?
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$out" | tail -1)
+	r=$(sed -n 's/^RESULT: \([0-9]*\) passed, \([0-9]*\) failed.*/\1 \2/p' "$out" | tail -1)
+	if [ -n "$r" ]; then
+		p=${r% *}
+		f=${r#* }
+	fi
+	p=${p:-0}
+	f=${f:-0}
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	if [ "$f" -eq 0 ]; then
+		echo "ok    $name ($p passed)"
+	else
+		echo "FAIL  $name ($p passed, $f failed; exit $rc) - log follows:"
+		tail -40 "$out" | sed 's/^/    /'
+	fi
+done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,525 @@
+/*
+ * config.c - flags, defaults and validation, see config.h.
+ *
+ * One table describes every flag: its type, where it lands in struct config,
+ * its default and its help text.  --help and the man page are printed from
+ * the same table, so they cannot drift from what the parser accepts.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+
+enum flag_type { F_STR, F_INT, F_BOOL, F_LIST, F_DURATION, F_IGNORED, F_IGNORED_BOOL };
+
+struct flag {
+	const char *name;
+	enum flag_type type;
+	size_t offset;
+	const char *def; /* default as text, for help */
+	const char *help;
+};
+
+#define OFF(field) offsetof(struct config, field)
+
+static const struct flag flags[] = {
+	{"server-addr", F_LIST, OFF(server_addr), "", "API server URLs of the cloud, comma-separated (http:// or https://). Required."},
+	{"node-name", F_STR, OFF(node_name), "", "Name of this node. Required."},
+	{"lb-mode", F_STR, OFF(lb_mode_name), "rr", "How to spread requests over healthy servers: rr (round robin) or priority (first healthy in --server-addr order)."},
+	{"bind-address", F_STR, OFF(bind_address), "127.0.0.1", "Address of the hub's own endpoints (/v1/healthz, /v1/readyz, /metrics)."},
+	{"serve-port", F_INT, OFF(serve_port), "10267", "Port of the hub's own endpoints."},
+	{"bind-proxy-address", F_STR, OFF(bind_proxy_address), "127.0.0.1", "Address the proxy listens on. Plain HTTP is meant for loopback; binding elsewhere is logged as a warning."},
+	{"proxy-port", F_INT, OFF(proxy_port), "10261", "Plain HTTP proxy port."},
+	{"proxy-secure-port", F_INT, OFF(proxy_secure_port), "10268", "HTTPS proxy port; clients must present a certificate signed by --client-ca-file. 0 turns it off."},
+	{"client-ca-file", F_STR, OFF(client_ca_file), "", "CA bundle that signs the certificates of clients of the secure port."},
+	{"tls-cert-file", F_STR, OFF(tls_cert_file), "", "Server certificate of the secure port (PEM)."},
+	{"tls-private-key-file", F_STR, OFF(tls_private_key_file), "", "Private key of --tls-cert-file (PEM)."},
+	{"disk-cache-path", F_STR, OFF(disk_cache_path), "/etc/kubernetes/cache/", "Cache directory of the disk store (YurtHub's layout)."},
+	{"storage", F_STR, OFF(storage_name), "disk", "Storage backend: disk, or etcd (a pool's shared etcd, see --etcd-servers)."},
+	{"etcd-servers", F_LIST, OFF(etcd_servers), "", "etcd client URLs, comma-separated (with --storage=etcd)."},
+	{"etcd-prefix", F_STR, OFF(etcd_prefix), "/registry", "Key prefix in etcd, as kube-apiserver's --etcd-prefix."},
+	{"etcd-cafile", F_STR, OFF(etcd_cafile), "", "CA bundle of the etcd servers."},
+	{"etcd-certfile", F_STR, OFF(etcd_certfile), "", "Client certificate for etcd."},
+	{"etcd-keyfile", F_STR, OFF(etcd_keyfile), "", "Client key for etcd."},
+	{"kubeconfig", F_STR, OFF(kubeconfig), "", "kubeconfig with the hub's identity towards the cloud (client certificate and key, CA, or token)."},
+	{"client-cert-file", F_STR, OFF(client_cert_file), "", "Client certificate towards the cloud (instead of --kubeconfig)."},
+	{"client-key-file", F_STR, OFF(client_key_file), "", "Client key towards the cloud."},
+	{"ca-file", F_STR, OFF(ca_file), "", "CA bundle of the cloud's API servers."},
+	{"token-file", F_STR, OFF(token_file), "", "Bearer token towards the cloud."},
+	{"cache-agents", F_LIST, OFF(cache_agents), "", "Components to cache besides kubelet, kube-proxy, flanneld, coredns, raven-agent-ds, yurttunnel-agent and yurthub; * caches every component."},
+	{"heartbeat-interval-seconds", F_INT, OFF(heartbeat_interval_seconds), "10", "Seconds between health probes of each server."},
+	{"heartbeat-timeout-seconds", F_INT, OFF(heartbeat_timeout_seconds), "2", "Timeout of one health probe."},
+	{"heartbeat-failed-retry", F_INT, OFF(heartbeat_failed_retry), "3", "Failed probes after which a server is unhealthy."},
+	{"heartbeat-healthy-threshold", F_INT, OFF(heartbeat_healthy_threshold), "2", "Successful probes after which a server is healthy again."},
+	{"min-request-timeout", F_DURATION, OFF(min_request_timeout), "1800s", "Offline watches without timeoutSeconds last a random time between this and twice this."},
+	{"max-requests-in-flight", F_INT, OFF(max_requests_in_flight), "250", "Requests served at once (watches excluded); more wait for a slot."},
+	{"v", F_INT, OFF(verbosity), "0", "Log verbosity: 0 errors and warnings, 1 events, 4 debug."},
+	{"log-format", F_STR, OFF(log_format), "text", "Log format: text or json (one JSON object per line)."},
+	{"help", F_BOOL, OFF(help), "false", "Print this help and exit."},
+	{"version", F_BOOL, OFF(version), "false", "Print the version and exit."},
+	/* YurtHub flags without a meaning here: accepted so that its manifests work. */
+	{"nodepool-name", F_IGNORED, 0, "", NULL},
+	{"bootstrap-file", F_IGNORED, 0, "", NULL},
+	{"join-token", F_IGNORED, 0, "", NULL},
+	{"bootstrap-mode", F_IGNORED, 0, "", NULL},
+	{"discovery-token-ca-cert-hash", F_IGNORED, 0, "", NULL},
+	{"discovery-token-unsafe-skip-ca-verification", F_IGNORED_BOOL, 0, "", NULL},
+	{"working-mode", F_IGNORED, 0, "", NULL},
+	{"root-dir", F_IGNORED, 0, "", NULL},
+	{"namespace", F_IGNORED, 0, "", NULL},
+	{"kubelet-health-grace-period", F_IGNORED, 0, "", NULL},
+	{"gc-frequency", F_IGNORED, 0, "", NULL},
+	{"enable-dummy-if", F_IGNORED_BOOL, 0, "", NULL},
+	{"dummy-if-ip", F_IGNORED, 0, "", NULL},
+	{"dummy-if-name", F_IGNORED, 0, "", NULL},
+	{"enable-iptables", F_IGNORED_BOOL, 0, "", NULL},
+	{"enable-resource-filter", F_IGNORED_BOOL, 0, "", NULL},
+	{"disabled-resource-filters", F_IGNORED, 0, "", NULL},
+	{"hub-cert-organizations", F_IGNORED, 0, "", NULL},
+	{"enable-node-pool", F_IGNORED_BOOL, 0, "", NULL},
+	{"enable-pool-service-topology", F_IGNORED_BOOL, 0, "", NULL},
+	{"profiling", F_IGNORED_BOOL, 0, "", NULL},
+	{"multiplexer-port", F_IGNORED, 0, "", NULL},
+	{"node-ip", F_IGNORED, 0, "", NULL},
+	{"host-control-plane-address", F_IGNORED, 0, "", NULL},
+	{"pool-scope-resources", F_IGNORED, 0, "", NULL},
+};
+
+#define NFLAGS (sizeof flags / sizeof flags[0])
+
+void strlist_free(struct strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static int strlist_add(struct strlist *l, const char *s, size_t len)
+{
+	char **v = realloc(l->v, (l->n + 1) * sizeof *v);
+	if (!v)
+		return -1;
+	l->v = v;
+	if (!(l->v[l->n] = strndup(s, len)))
+		return -1;
+	l->n++;
+	return 0;
+}
+
+int strlist_split(struct strlist *l, const char *csv)
+{
+	strlist_free(l);
+	while (csv && *csv) {
+		const char *comma = strchr(csv, ',');
+		size_t n = comma ? (size_t)(comma - csv) : strlen(csv);
+		/* trim blanks around each element */
+		const char *s = csv;
+		while (n && (*s == ' ' || *s == '\t'))
+			s++, n--;
+		while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+			n--;
+		if (n && strlist_add(l, s, n) < 0)
+			return -1;
+		csv = comma ? comma + 1 : NULL;
+	}
+	return 0;
+}
+
+bool strlist_has(const struct strlist *l, const char *s)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], s))
+			return true;
+	return false;
+}
+
+long config_parse_duration(const char *s)
+{
+	if (!s || *s < '0' || *s > '9')
+		return -1; /* no sign, no blank: as Go's time.ParseDuration */
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (!errno && *end == '\0' && v >= 0)
+		return v; /* plain seconds */
+	long total = 0;
+	const char *p = s;
+	while (*p) {
+		if (*p < '0' || *p > '9')
+			return -1;
+		errno = 0;
+		v = strtol(p, &end, 10);
+		if (errno || end == p)
+			return -1;
+		long mult;
+		switch (*end) {
+		case 'h': mult = 3600; break;
+		case 'm': mult = 60; break;
+		case 's': mult = 1; break;
+		default: return -1;
+		}
+		if (v > (LONG_MAX - total) / mult)
+			return -1;
+		total += v * mult;
+		p = end + 1;
+	}
+	return total;
+}
+
+static char **str_field(struct config *c, size_t off)
+{
+	return (char **)((char *)c + off);
+}
+
+static int set_str(char **dst, const char *v)
+{
+	char *s = strdup(v);
+	if (!s)
+		return -1;
+	free(*dst);
+	*dst = s;
+	return 0;
+}
+
+void config_init(struct config *c)
+{
+	memset(c, 0, sizeof *c);
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *f = &flags[i];
+		switch (f->type) {
+		case F_STR:
+			set_str(str_field(c, f->offset), f->def);
+			break;
+		case F_INT:
+			*(int *)((char *)c + f->offset) = atoi(f->def);
+			break;
+		case F_DURATION:
+			*(int *)((char *)c + f->offset) = (int)config_parse_duration(f->def);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+void config_free(struct config *c)
+{
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *f = &flags[i];
+		if (f->type == F_STR)
+			free(*str_field(c, f->offset));
+		else if (f->type == F_LIST)
+			strlist_free((struct strlist *)((char *)c + f->offset));
+	}
+	strlist_free(&c->ignored);
+	memset(c, 0, sizeof *c);
+}
+
+static char *msg(const char *fmt, const char *a, const char *b)
+{
+	struct buf m = BUF_INIT;
+	if (buf_printf(&m, fmt, a, b ? b : "") < 0)
+		return NULL;
+	return buf_steal(&m);
+}
+
+static const struct flag *find_flag(const char *name, size_t len)
+{
+	for (size_t i = 0; i < NFLAGS; i++)
+		if (strlen(flags[i].name) == len && !strncmp(flags[i].name, name, len))
+			return &flags[i];
+	return NULL;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	/* Go's strconv.ParseBool, which YurtHub's flags use. */
+	static const char *yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+	static const char *no[] = {"0", "f", "F", "FALSE", "false", "False"};
+	for (size_t i = 0; i < 6; i++) {
+		if (!strcmp(v, yes[i]))
+			return *out = true, 0;
+		if (!strcmp(v, no[i]))
+			return *out = false, 0;
+	}
+	return -1;
+}
+
+static int set_flag(struct config *c, const struct flag *f, const char *v, char **err)
+{
+	void *dst = (char *)c + f->offset;
+	switch (f->type) {
+	case F_STR:
+		if (set_str(dst, v) < 0)
+			goto nomem;
+		return 0;
+	case F_LIST:
+		if (strlist_split(dst, v) < 0)
+			goto nomem;
+		return 0;
+	case F_INT: {
+		char *end;
+		errno = 0;
+		long n = strtol(v, &end, 10);
+		bool starts_ok = (*v >= '0' && *v <= '9') || (*v == '-' && v[1] >= '0' && v[1] <= '9');
+		if (!starts_ok || *end || errno || n < INT_MIN || n > INT_MAX) {
+			*err = msg("invalid value \"%s\" for flag --%s: not an integer", v, f->name);
+			return -1;
+		}
+		*(int *)dst = (int)n;
+		return 0;
+	}
+	case F_DURATION: {
+		long n = config_parse_duration(v);
+		if (n < 0 || n > INT_MAX) {
+			*err = msg("invalid value \"%s\" for flag --%s: not a duration (e.g. 1800s, 30m)",
+				   v, f->name);
+			return -1;
+		}
+		*(int *)dst = (int)n;
+		return 0;
+	}
+	case F_BOOL:
+	case F_IGNORED_BOOL: {
+		bool b;
+		if (parse_bool(v, &b) < 0) {
+			*err = msg("invalid value \"%s\" for flag --%s: not a boolean", v, f->name);
+			return -1;
+		}
+		if (f->type == F_BOOL)
+			*(bool *)dst = b;
+		else if (strlist_add(&c->ignored, f->name, strlen(f->name)) < 0)
+			goto nomem;
+		return 0;
+	}
+	case F_IGNORED:
+		if (strlist_add(&c->ignored, f->name, strlen(f->name)) < 0)
+			goto nomem;
+		return 0;
+	}
+nomem:
+	*err = strdup("out of memory");
+	return -1;
+}
+
+int config_parse(struct config *c, int argc, char **argv, char **err)
+{
+	*err = NULL;
+	for (int i = 0; i < argc; i++) {
+		const char *arg = argv[i];
+		if (arg[0] != '-' || !arg[1]) {
+			*err = msg("unexpected argument \"%s\"%s", arg, NULL);
+			return -1;
+		}
+		const char *name = arg + 1 + (arg[1] == '-');
+		const char *eq = strchr(name, '=');
+		size_t len = eq ? (size_t)(eq - name) : strlen(name);
+		const struct flag *f = find_flag(name, len);
+		if (!f) {
+			*err = msg("unknown flag: %s%s", arg, NULL);
+			return -1;
+		}
+		const char *value = eq ? eq + 1 : NULL;
+		bool is_bool = f->type == F_BOOL || f->type == F_IGNORED_BOOL;
+		if (!value && is_bool)
+			value = "true";
+		if (!value) {
+			if (i + 1 >= argc) {
+				*err = msg("flag needs an argument: --%s%s", f->name, NULL);
+				return -1;
+			}
+			value = argv[++i];
+		}
+		if (set_flag(c, f, value, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool port_ok(int p)
+{
+	return p >= 0 && p <= 65535;
+}
+
+static bool url_ok(const char *u)
+{
+	const char *rest = !strncmp(u, "http://", 7) ? u + 7 : !strncmp(u, "https://", 8) ? u + 8 : NULL;
+	return rest && *rest && *rest != '/';
+}
+
+static int check_readable(const char *flag, const char *path, char **err)
+{
+	if (!path || !*path)
+		return 0;
+	struct stat st;
+	const char *why = NULL;
+	if (stat(path, &st) < 0 || access(path, R_OK) < 0)
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	if (!why)
+		return 0;
+	struct buf m = BUF_INIT;
+	if (buf_printf(&m, "invalid value \"%s\" for flag --%s: %s", path, flag, why) == 0)
+		*err = buf_steal(&m);
+	return -1;
+}
+
+int config_validate(struct config *c, char **err)
+{
+	*err = NULL;
+	if (c->server_addr.n == 0)
+		return *err = strdup("flag --server-addr is required"), -1;
+	for (size_t i = 0; i < c->server_addr.n; i++)
+		if (!url_ok(c->server_addr.v[i]))
+			return *err = msg("invalid value \"%s\" for flag --server-addr: want "
+					  "http://host[:port] or https://host[:port]",
+					  c->server_addr.v[i], NULL),
+			       -1;
+	if (!c->node_name || !*c->node_name)
+		return *err = strdup("flag --node-name is required"), -1;
+	if (!strcmp(c->lb_mode_name, "rr"))
+		c->lb_mode = LB_RR;
+	else if (!strcmp(c->lb_mode_name, "priority"))
+		c->lb_mode = LB_PRIORITY;
+	else
+		return *err = msg("invalid value \"%s\" for flag --lb-mode: want rr or priority",
+				  c->lb_mode_name, NULL),
+		       -1;
+	if (!strcmp(c->storage_name, "disk"))
+		c->storage = STORAGE_DISK;
+	else if (!strcmp(c->storage_name, "etcd"))
+		c->storage = STORAGE_ETCD;
+	else
+		return *err = msg("invalid value \"%s\" for flag --storage: want disk or etcd",
+				  c->storage_name, NULL),
+		       -1;
+	if (c->storage == STORAGE_ETCD && c->etcd_servers.n == 0)
+		return *err = strdup("flag --etcd-servers is required with --storage=etcd"), -1;
+	for (size_t i = 0; i < c->etcd_servers.n; i++)
+		if (!url_ok(c->etcd_servers.v[i]))
+			return *err = msg("invalid value \"%s\" for flag --etcd-servers: want "
+					  "http(s)://host:port",
+					  c->etcd_servers.v[i], NULL),
+			       -1;
+	if (c->etcd_prefix[0] != '/')
+		return *err = msg("invalid value \"%s\" for flag --etcd-prefix: must start with /",
+				  c->etcd_prefix, NULL),
+		       -1;
+	const struct {
+		const char *name;
+		int v;
+	} ports[] = {{"serve-port", c->serve_port},
+		     {"proxy-port", c->proxy_port},
+		     {"proxy-secure-port", c->proxy_secure_port}};
+	for (size_t i = 0; i < 3; i++)
+		if (!port_ok(ports[i].v))
+			return *err = msg("invalid value for flag --%s: port out of range%s",
+					  ports[i].name, NULL),
+			       -1;
+	const struct {
+		const char *name;
+		int v, min;
+	} ranges[] = {{"heartbeat-interval-seconds", c->heartbeat_interval_seconds, 1},
+		      {"heartbeat-timeout-seconds", c->heartbeat_timeout_seconds, 1},
+		      {"heartbeat-failed-retry", c->heartbeat_failed_retry, 1},
+		      {"heartbeat-healthy-threshold", c->heartbeat_healthy_threshold, 1},
+		      {"max-requests-in-flight", c->max_requests_in_flight, 1},
+		      {"v", c->verbosity, 0}};
+	for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++)
+		if (ranges[i].v < ranges[i].min)
+			return *err = msg("invalid value for flag --%s: must be at least %s",
+					  ranges[i].name, ranges[i].min ? "1" : "0"),
+			       -1;
+	if (strcmp(c->log_format, "text") && strcmp(c->log_format, "json"))
+		return *err = msg("invalid value \"%s\" for flag --log-format: want text or json",
+				  c->log_format, NULL),
+		       -1;
+	const struct {
+		const char *name, *path;
+	} files[] = {{"kubeconfig", c->kubeconfig},	    {"client-cert-file", c->client_cert_file},
+		     {"client-key-file", c->client_key_file}, {"ca-file", c->ca_file},
+		     {"token-file", c->token_file},	    {"client-ca-file", c->client_ca_file},
+		     {"tls-cert-file", c->tls_cert_file},   {"tls-private-key-file", c->tls_private_key_file},
+		     {"etcd-cafile", c->etcd_cafile},	    {"etcd-certfile", c->etcd_certfile},
+		     {"etcd-keyfile", c->etcd_keyfile}};
+	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+		if (check_readable(files[i].name, files[i].path, err) < 0)
+			return -1;
+	if (!*c->client_cert_file != !*c->client_key_file)
+		return *err = strdup("flags --client-cert-file and --client-key-file go together"),
+		       -1;
+	if (!*c->tls_cert_file != !*c->tls_private_key_file)
+		return *err = strdup("flags --tls-cert-file and --tls-private-key-file go together"),
+		       -1;
+	return 0;
+}
+
+static const char *type_word(enum flag_type t)
+{
+	switch (t) {
+	case F_STR: return "string";
+	case F_INT: return "int";
+	case F_LIST: return "strings";
+	case F_DURATION: return "duration";
+	default: return "";
+	}
+}
+
+void config_print_help(FILE *out)
+{
+	fprintf(out, "Usage: yurthub --server-addr=URL[,URL...] --node-name=NAME [flags]\n"
+		     "       yurthub cache ls|get|verify|recover DIR ...   (see yurthub cache --help)\n\n"
+		     "A node-local Kubernetes API proxy and cache that keeps the node's components\n"
+		     "working while the cloud is unreachable. Drop-in for OpenYurt's YurtHub.\n\n"
+		     "Flags:\n");
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *f = &flags[i];
+		if (!f->help)
+			continue;
+		fprintf(out, "  --%s %s\n      %s", f->name, type_word(f->type), f->help);
+		if (f->def && *f->def && f->type != F_BOOL)
+			fprintf(out, " (default %s)", f->def);
+		fputc('\n', out);
+	}
+	fprintf(out, "\nAccepted for compatibility with YurtHub's manifests, without effect:\n ");
+	for (size_t i = 0; i < NFLAGS; i++)
+		if (!flags[i].help)
+			fprintf(out, " --%s", flags[i].name);
+	fputc('\n', out);
+}
+
+void config_print_man_options(FILE *out)
+{
+	for (size_t i = 0; i < NFLAGS; i++) {
+		const struct flag *f = &flags[i];
+		if (!f->help)
+			continue;
+		fputs(".TP\n.BR \\-\\-", out);
+		for (const char *p = f->name; *p; p++) {
+			if (*p == '-')
+				fputs("\\-", out);
+			else
+				fputc(*p, out);
+		}
+		fprintf(out, " \" %s\"\n", type_word(f->type));
+		for (const char *p = f->help; *p; p++) {
+			if (*p == '-' || *p == '\\')
+				fputc('\\', out);
+			fputc(*p, out);
+		}
+		if (f->def && *f->def && f->type != F_BOOL)
+			fprintf(out, " Default: %s.", f->def);
+		fputc('\n', out);
+	}
+}

@@ -1,0 +1,1126 @@
+/*
+ * disk.c - the disk store: opening a cache directory, single-object
+ * operations, lists, view records and cluster info.  View replaces are in
+ * disk_replace.c, startup recovery in disk_recover.c; the layout and the
+ * crash-safety argument are in disk.h.
+ */
+#include "storage/disk.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kube/meta.h"
+#include "storage/disk_internal.h"
+#include "util/fsutil.h"
+#include "util/log.h"
+
+/* ---- small shared helpers ---- */
+
+static uint64_t hash_bytes(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ULL;
+	}
+	return h ^ (h >> 31);
+}
+
+pthread_rwlock_t *disk_res_lock(struct disk_store *d, const char *component, const char *resdir)
+{
+	uint64_t h = hash_bytes(component) * 31 + hash_bytes(resdir);
+	return &d->res_locks[h % RES_STRIPES];
+}
+
+static pthread_mutex_t *key_lock(struct disk_store *d, const char *path)
+{
+	return &d->key_locks[hash_bytes(path) % KEY_STRIPES];
+}
+
+void disk_seq_name(struct disk_store *d, char prefix, char *out, size_t size)
+{
+	unsigned long n = atomic_fetch_add(&d->seq, 1);
+	snprintf(out, size, "%c%lu", prefix, n);
+}
+
+int disk_syncfs(struct disk_store *d)
+{
+	atomic_fetch_add(&d->syncs, 1);
+	return syncfs(d->base_fd) < 0 ? -errno : 0;
+}
+
+/* The resource directory of a key: its path up to the second '/'. */
+static char *key_resdir_path(const struct store_key *k)
+{
+	const char *first = strchr(k->path, '/');
+	const char *second = first ? strchr(first + 1, '/') : NULL;
+	return second ? strndup(k->path, (size_t)(second - k->path)) : strdup(k->path);
+}
+
+static const char *resdir_name(const char *resdir_path)
+{
+	const char *slash = strchr(resdir_path, '/');
+	return slash ? slash + 1 : resdir_path;
+}
+
+static enum store_err read_only_error(void)
+{
+	return store_fail_errno(EROFS);
+}
+
+/* ---- the background reaper of replaced trees ---- */
+
+static void *reaper_main(void *arg)
+{
+	struct disk_store *d = arg;
+	pthread_mutex_lock(&d->reap_lock);
+	for (;;) {
+		while (!d->reap_head && !d->reaper_stop)
+			pthread_cond_wait(&d->reap_cond, &d->reap_lock);
+		if (d->reaper_stop)
+			break;
+		struct reap_item *it = d->reap_head;
+		d->reap_head = it->next;
+		d->reaper_busy = true;
+		pthread_mutex_unlock(&d->reap_lock);
+		int rc = fs_rm_rf_at(d->staging_fd, it->name);
+		if (rc < 0)
+			log_warn("disk store: cannot remove staging/%s: %s", it->name,
+				 strerror(-rc));
+		free(it);
+		pthread_mutex_lock(&d->reap_lock);
+		d->reaper_busy = false;
+		pthread_cond_broadcast(&d->reap_cond);
+	}
+	pthread_mutex_unlock(&d->reap_lock);
+	return NULL;
+}
+
+void disk_reap(struct disk_store *d, const char *staging_name)
+{
+	struct reap_item *it = calloc(1, sizeof *it);
+	if (!it) {
+		fs_rm_rf_at(d->staging_fd, staging_name); /* no memory: do it now */
+		return;
+	}
+	snprintf(it->name, sizeof it->name, "%s", staging_name);
+	pthread_mutex_lock(&d->reap_lock);
+	if (!d->reaper_running) {
+		if (pthread_create(&d->reaper, NULL, reaper_main, d) == 0)
+			d->reaper_running = true;
+	}
+	if (!d->reaper_running) {
+		pthread_mutex_unlock(&d->reap_lock);
+		fs_rm_rf_at(d->staging_fd, staging_name);
+		free(it);
+		return;
+	}
+	struct reap_item **tail = &d->reap_head;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = it;
+	pthread_cond_broadcast(&d->reap_cond);
+	pthread_mutex_unlock(&d->reap_lock);
+}
+
+void disk_store_drain(struct store *s)
+{
+	struct disk_store *d = disk_of(s);
+	pthread_mutex_lock(&d->reap_lock);
+	while (d->reap_head || d->reaper_busy)
+		pthread_cond_wait(&d->reap_cond, &d->reap_lock);
+	pthread_mutex_unlock(&d->reap_lock);
+}
+
+/* ---- view files ---- */
+
+static char *views_file_path(const char *component, const char *resdir)
+{
+	struct buf p = BUF_INIT;
+	if (buf_printf(&p, "%s/%s", component, resdir) < 0)
+		return NULL;
+	return buf_steal(&p);
+}
+
+int disk_views_file_exists(struct disk_store *d, const char *component, const char *resdir)
+{
+	char *p = views_file_path(component, resdir);
+	if (!p)
+		return -ENOMEM;
+	int r = fs_exists_at(d->views_fd, p);
+	free(p);
+	return r;
+}
+
+int disk_views_load(struct disk_store *d, const char *component, const char *resdir,
+		    struct view_set *out, bool *synthesized)
+{
+	memset(out, 0, sizeof *out);
+	if (synthesized)
+		*synthesized = false;
+	char *p = views_file_path(component, resdir);
+	if (!p)
+		return -ENOMEM;
+	struct buf b = BUF_INIT;
+	int rc = d->views_fd >= 0 ? fs_read_file_at(d->views_fd, p, &b, 16u << 20) : -ENOENT;
+	free(p);
+	if (rc == 0) {
+		if (view_set_decode(b.data, b.len, out) < 0) {
+			/* Written atomically, so this is damage from outside: the
+			 * safe reading is "never listed". */
+			log_warn("disk store: unreadable view file for %s/%s, ignored", component,
+				 resdir);
+		}
+		buf_free(&b);
+		return 0;
+	}
+	buf_free(&b);
+	if (rc != -ENOENT)
+		return rc;
+	/* No view file: a resource directory left by the Go YurtHub means what
+	 * it meant there - one list of everything under it. */
+	struct buf dir = BUF_INIT;
+	if (buf_printf(&dir, "%s/%s", component, resdir) < 0)
+		return -ENOMEM;
+	int isdir = fs_is_dir_at(d->base_fd, dir.data);
+	buf_free(&dir);
+	if (isdir == 1) {
+		struct view_rec all = {"", "", "", 0};
+		if (view_set_put(out, &all, 0) < 0)
+			return -ENOMEM;
+		if (synthesized)
+			*synthesized = true;
+	}
+	return 0;
+}
+
+int disk_views_save(struct disk_store *d, const char *component, const char *resdir,
+		    const struct view_set *set)
+{
+	int created = 0;
+	int rc = fs_mkdir_p_at(d->views_fd, component, FS_DIR_MODE, &created);
+	if (rc == 0 && created)
+		rc = fs_fsync_dir_at(d->views_fd, ".");
+	if (rc < 0)
+		return rc;
+	struct buf b = BUF_INIT;
+	if (view_set_encode(set, &b) < 0) {
+		buf_free(&b);
+		return -ENOMEM;
+	}
+	int cfd = openat(d->views_fd, component, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (cfd < 0) {
+		buf_free(&b);
+		return -errno;
+	}
+	atomic_fetch_add(&d->syncs, 2);
+	rc = fs_write_file_atomic(cfd, resdir, b.data, b.len, FS_FILE_MODE);
+	close(cfd);
+	buf_free(&b);
+	return rc;
+}
+
+/* Before the first object lands in a resource directory the hub made, an
+ * empty view file marks the directory as ours: "objects, but no list yet". */
+static int ensure_views_marker(struct disk_store *d, const char *component, const char *resdir)
+{
+	int r = disk_views_file_exists(d, component, resdir);
+	if (r != 0)
+		return r < 0 ? r : 0;
+	struct buf dir = BUF_INIT;
+	if (buf_printf(&dir, "%s/%s", component, resdir) < 0)
+		return -ENOMEM;
+	int isdir = fs_is_dir_at(d->base_fd, dir.data);
+	buf_free(&dir);
+	if (isdir == 1)
+		return 0; /* YurtHub's directory: keep its meaning */
+	struct view_set empty = {0};
+	return disk_views_save(d, component, resdir, &empty);
+}
+
+/* ---- single objects ---- */
+
+static enum store_err disk_key_build(struct store *s, const struct store_key_info *info,
+				     struct store_key *out)
+{
+	return key_build_disk(disk_of(s)->layout, info, out);
+}
+
+static enum store_err check_content(const struct store_key *key, const char *data, size_t len)
+{
+	if (!data || len == 0)
+		return STORE_EMPTY_CONTENT;
+	struct kube_meta m;
+	enum store_err e = STORE_OK;
+	if (kube_meta_parse(data, len, &m) < 0)
+		e = STORE_INVALID_CONTENT;
+	else if (m.name && strcmp(m.name, key->name))
+		e = STORE_INVALID_CONTENT;
+	else if (m.namespace && *m.namespace && *key->namespace && strcmp(m.namespace, key->namespace))
+		e = STORE_INVALID_CONTENT;
+	kube_meta_free(&m);
+	return e;
+}
+
+static int stage_bytes(struct disk_store *d, struct commit_op *op, const char *data, size_t len)
+{
+	disk_seq_name(d, 'w', op->staged, sizeof op->staged);
+	op->fd = openat(d->staging_fd, op->staged, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			FS_FILE_MODE);
+	if (op->fd < 0)
+		return -errno;
+	int rc = fs_write_all(op->fd, data, len);
+	if (rc < 0) {
+		close(op->fd);
+		op->fd = -1;
+		unlinkat(d->staging_fd, op->staged, 0);
+	}
+	return rc;
+}
+
+static int make_parent_dirs(struct disk_store *d, const char *path, bool *created)
+{
+	const char *slash = strrchr(path, '/');
+	if (!slash)
+		return 0;
+	char *parent = strndup(path, (size_t)(slash - path));
+	if (!parent)
+		return -ENOMEM;
+	int made = 0;
+	int rc = fs_mkdir_p_at(d->base_fd, parent, FS_DIR_MODE, &made);
+	free(parent);
+	*created = made != 0;
+	return rc;
+}
+
+enum write_mode { WRITE_CREATE, WRITE_UPDATE };
+
+/* Stage, commit and wait: the write is durable when this returns 0. */
+static int commit_object(struct disk_store *d, const struct store_key *key, const char *data,
+			 size_t len)
+{
+	struct commit_op op = {.kind = COMMIT_RENAME, .fd = -1, .dst = key->path};
+	int rc = make_parent_dirs(d, key->path, &op.created_dirs);
+	if (rc == 0)
+		rc = stage_bytes(d, &op, data, len);
+	if (rc < 0)
+		return rc;
+	commit_run(d->commit, &op);
+	return op.err;
+}
+
+static enum store_err write_object(struct disk_store *d, const struct store_key *key,
+				   const char *data, size_t len, enum write_mode mode, uint64_t rv,
+				   struct buf *stored)
+{
+	struct buf old = BUF_INIT;
+	char *resdir = key_resdir_path(key);
+	if (!resdir)
+		return STORE_NOMEM;
+	pthread_rwlock_t *rl = disk_res_lock(d, key->component, resdir_name(resdir));
+	pthread_mutex_t *kl = key_lock(d, key->path);
+	enum store_err e = STORE_OK;
+
+	pthread_rwlock_rdlock(&d->global);
+	pthread_rwlock_rdlock(rl);
+	pthread_mutex_lock(kl);
+	int rc = fs_read_file_at(d->base_fd, key->path, &old, DISK_OBJECT_MAX);
+	if (rc == 0 && mode == WRITE_CREATE) {
+		e = STORE_EXISTS;
+	} else if (rc == -ENOENT || rc == -ENOTDIR) {
+		if (mode == WRITE_UPDATE)
+			e = STORE_NOT_FOUND;
+	} else if (rc == -EISDIR) {
+		e = STORE_BAD_KEY; /* a collection sits where the object would go */
+	} else if (rc < 0) {
+		e = store_fail_errno(rc);
+	} else {
+		uint64_t stored_rv = 0;
+		kube_meta_rv(old.data, old.len, &stored_rv);
+		if (rv < stored_rv) {
+			e = STORE_CONFLICT;
+			if (stored && buf_append(stored, old.data, old.len) < 0)
+				e = STORE_NOMEM;
+		}
+	}
+	if (e == STORE_OK) {
+		rc = ensure_views_marker(d, key->component, resdir_name(resdir));
+		if (rc == 0)
+			rc = commit_object(d, key, data, len);
+		if (rc < 0)
+			e = store_fail_errno(rc);
+	}
+	pthread_mutex_unlock(kl);
+	pthread_rwlock_unlock(rl);
+	pthread_rwlock_unlock(&d->global);
+	buf_free(&old);
+	free(resdir);
+	return e;
+}
+
+static enum store_err disk_create(struct store *s, const struct store_key *key, const char *data,
+				  size_t len)
+{
+	struct disk_store *d = disk_of(s);
+	if (!key || !key->path)
+		return STORE_EMPTY_KEY;
+	if (key->is_root)
+		return STORE_EMPTY_KEY;
+	enum store_err e = check_content(key, data, len);
+	if (e != STORE_OK)
+		return e;
+	if (d->flags & DISK_READ_ONLY)
+		return read_only_error();
+	uint64_t rv = 0;
+	kube_meta_rv(data, len, &rv);
+	return write_object(d, key, data, len, WRITE_CREATE, rv, NULL);
+}
+
+static enum store_err disk_update(struct store *s, const struct store_key *key, const char *data,
+				  size_t len, uint64_t rv, struct buf *stored)
+{
+	struct disk_store *d = disk_of(s);
+	if (!key || !key->path)
+		return STORE_EMPTY_KEY;
+	if (key->is_root)
+		return STORE_EMPTY_KEY;
+	enum store_err e = check_content(key, data, len);
+	if (e != STORE_OK)
+		return e;
+	if (d->flags & DISK_READ_ONLY)
+		return read_only_error();
+	return write_object(d, key, data, len, WRITE_UPDATE, rv, stored);
+}
+
+/* Views of a collection being deleted go first: a crash in between must
+ * leave "not cached", never "listed and empty". */
+static int drop_views_under(struct disk_store *d, const struct store_key *root, const char *resdir)
+{
+	struct view_set set;
+	int rc = disk_views_load(d, root->component, resdir, &set, NULL);
+	if (rc < 0)
+		return rc;
+	struct view_set kept = {0};
+	for (size_t i = 0; i < set.n && rc == 0; i++) {
+		/* Views of another namespace survive; views of this one or of all
+		 * namespaces lose objects they claim, so they go. */
+		if (*root->namespace && *set.v[i].namespace &&
+		    strcmp(set.v[i].namespace, root->namespace))
+			rc = view_set_put(&kept, &set.v[i], set.v[i].rv) < 0 ? -ENOMEM : 0;
+	}
+	if (rc == 0 && (kept.n != set.n || disk_views_file_exists(d, root->component, resdir) == 0))
+		rc = disk_views_save(d, root->component, resdir, &kept);
+	view_set_free(&kept);
+	view_set_free(&set);
+	return rc;
+}
+
+static int delete_tree(struct disk_store *d, const struct store_key *root, const char *resdir)
+{
+	int rc = drop_views_under(d, root, resdir);
+	if (rc < 0)
+		return rc;
+	char name[48];
+	disk_seq_name(d, 'd', name, sizeof name);
+	rc = fs_rename_at(d->base_fd, root->path, d->staging_fd, name, 0);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;
+	const char *slash = strrchr(root->path, '/');
+	char *parent = slash ? strndup(root->path, (size_t)(slash - root->path)) : strdup(".");
+	if (!parent)
+		return -ENOMEM;
+	atomic_fetch_add(&d->syncs, 1);
+	rc = fs_fsync_dir_at(d->base_fd, parent);
+	free(parent);
+	disk_reap(d, name);
+	return rc;
+}
+
+static enum store_err disk_delete(struct store *s, const struct store_key *key)
+{
+	struct disk_store *d = disk_of(s);
+	if (!key || !key->path)
+		return STORE_EMPTY_KEY;
+	if (d->flags & DISK_READ_ONLY)
+		return read_only_error();
+	char *resdir = key_resdir_path(key);
+	if (!resdir)
+		return STORE_NOMEM;
+	pthread_rwlock_t *rl = disk_res_lock(d, key->component, resdir_name(resdir));
+	int rc;
+	pthread_rwlock_rdlock(&d->global);
+	if (key->is_root) {
+		pthread_rwlock_wrlock(rl);
+		rc = delete_tree(d, key, resdir_name(resdir));
+		pthread_rwlock_unlock(rl);
+	} else {
+		pthread_mutex_t *kl = key_lock(d, key->path);
+		pthread_rwlock_rdlock(rl);
+		pthread_mutex_lock(kl);
+		rc = fs_is_dir_at(d->base_fd, key->path);
+		if (rc == 1) {
+			rc = -EISDIR; /* an object key naming a collection */
+		} else if (rc == 0) {
+			struct commit_op op = {.kind = COMMIT_UNLINK, .fd = -1, .dst = key->path};
+			commit_run(d->commit, &op);
+			rc = op.err;
+		} else if (rc == -ENOENT || rc == -ENOTDIR) {
+			rc = 0; /* deleting what is not there is not an error */
+		}
+		pthread_mutex_unlock(kl);
+		pthread_rwlock_unlock(rl);
+	}
+	pthread_rwlock_unlock(&d->global);
+	free(resdir);
+	if (rc == -EISDIR)
+		return STORE_BAD_KEY;
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
+static enum store_err disk_get(struct store *s, const struct store_key *key, struct buf *out)
+{
+	struct disk_store *d = disk_of(s);
+	if (!key || !key->path)
+		return STORE_EMPTY_KEY;
+	int rc = fs_read_file_at(d->base_fd, key->path, out, DISK_OBJECT_MAX);
+	if (rc == -ENOENT || rc == -ENOTDIR)
+		return STORE_NOT_FOUND;
+	if (rc == -EISDIR)
+		return STORE_EMPTY_CONTENT;
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
+/* ---- walking collections ---- */
+
+static int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names of the entries of dir (relative to dirfd) of the wanted
+ * kind: files (want_dirs false) or directories.  YurtHub backups (tmp_*)
+ * and dot files are skipped. */
+static int sorted_entries(int at_fd, const char *dir, bool want_dirs, char ***names, size_t *n)
+{
+	*names = NULL;
+	*n = 0;
+	int fd = fs_open_dir_at(at_fd, dir);
+	if (fd < 0)
+		return fd;
+	DIR *dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return -errno;
+	}
+	size_t cap = 0;
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(dp)) != NULL) {
+		if (de->d_name[0] == '.' || !strncmp(de->d_name, "tmp_", 4))
+			continue;
+		unsigned char type = de->d_type;
+		if (type == DT_UNKNOWN) {
+			struct stat st;
+			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+		}
+		if ((want_dirs && type != DT_DIR) || (!want_dirs && type != DT_REG))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			char **nn = realloc(*names, cap * sizeof *nn);
+			if (!nn) {
+				rc = -ENOMEM;
+				break;
+			}
+			*names = nn;
+		}
+		if (!((*names)[*n] = strdup(de->d_name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	closedir(dp);
+	if (*n)
+		qsort(*names, *n, sizeof **names, cmp_names);
+	return rc;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* Calls fn for every object file of a collection: files directly in dir, and
+ * files one level down (namespaces) when the collection spans namespaces. */
+typedef int (*object_path_fn)(void *ctx, const char *ns, const char *name, const char *path);
+
+static int walk_collection(int base_fd, const char *dir, const char *dir_ns, object_path_fn fn,
+			   void *ctx)
+{
+	char **files = NULL, **subdirs = NULL;
+	size_t nfiles = 0, nsub = 0;
+	int rc = sorted_entries(base_fd, dir, false, &files, &nfiles);
+	if (rc == 0 && !*dir_ns)
+		rc = sorted_entries(base_fd, dir, true, &subdirs, &nsub);
+	struct buf p = BUF_INIT;
+	int stop = 0;
+	for (size_t i = 0; rc == 0 && !stop && i < nfiles; i++) {
+		buf_reset(&p);
+		if (buf_printf(&p, "%s/%s", dir, files[i]) < 0)
+			rc = -ENOMEM;
+		else
+			stop = fn(ctx, dir_ns, files[i], p.data);
+	}
+	for (size_t i = 0; rc == 0 && !stop && i < nsub; i++) {
+		char **inner = NULL;
+		size_t ninner = 0;
+		buf_reset(&p);
+		if (buf_printf(&p, "%s/%s", dir, subdirs[i]) < 0) {
+			rc = -ENOMEM;
+			break;
+		}
+		char *subpath = strdup(p.data);
+		rc = subpath ? sorted_entries(base_fd, subpath, false, &inner, &ninner) : -ENOMEM;
+		for (size_t j = 0; rc == 0 && !stop && j < ninner; j++) {
+			buf_reset(&p);
+			if (buf_printf(&p, "%s/%s", subpath, inner[j]) < 0)
+				rc = -ENOMEM;
+			else
+				stop = fn(ctx, subdirs[i], inner[j], p.data);
+		}
+		if (rc == -ENOENT)
+			rc = 0; /* a namespace directory removed meanwhile */
+		free(subpath);
+		free_names(inner, ninner);
+	}
+	buf_free(&p);
+	free_names(files, nfiles);
+	free_names(subdirs, nsub);
+	return rc < 0 ? rc : stop;
+}
+
+struct list_walk {
+	struct disk_store *d;
+	const struct store_key *root;
+	store_object_fn obj_fn;
+	store_key_fn key_fn;
+	void *ctx;
+	struct buf data;
+	int err;
+};
+
+static int visit_object(void *ctx, const char *ns, const char *name, const char *path)
+{
+	struct list_walk *w = ctx;
+	struct store_key_info info = {w->root->component, w->root->group, w->root->version,
+				      w->root->resource, ns,			name};
+	struct store_key k;
+	if (key_build_disk(w->d->layout, &info, &k) != STORE_OK)
+		return 0; /* a name we would not have written: not an object of ours */
+	int stop = 0;
+	if (w->obj_fn) {
+		int rc = fs_read_file_at(w->d->base_fd, path, &w->data, DISK_OBJECT_MAX);
+		if (rc == 0)
+			stop = w->obj_fn(w->ctx, &k, w->data.data, w->data.len);
+		else if (rc != -ENOENT)
+			w->err = rc, stop = 1;
+	} else {
+		stop = w->key_fn(w->ctx, &k);
+	}
+	store_key_free(&k);
+	return stop;
+}
+
+static enum store_err walk_locked(struct list_walk *w, const char *resdir)
+{
+	struct disk_store *d = w->d;
+	pthread_rwlock_t *rl = disk_res_lock(d, w->root->component, resdir);
+	pthread_rwlock_rdlock(&d->global);
+	pthread_rwlock_rdlock(rl);
+	int rc = fs_is_dir_at(d->base_fd, w->root->path);
+	if (rc == 0 && w->obj_fn && !w->root->is_root) {
+		rc = visit_object(w, w->root->namespace, w->root->name, w->root->path) ? 1 : 0;
+	} else if (rc == 0) {
+		rc = -ENOTDIR;
+	} else if (rc == 1) {
+		rc = walk_collection(d->base_fd, w->root->path, w->root->namespace, visit_object, w);
+	}
+	pthread_rwlock_unlock(rl);
+	pthread_rwlock_unlock(&d->global);
+	if (w->err)
+		rc = w->err;
+	if (rc == -ENOENT || rc == -ENOTDIR)
+		return STORE_NOT_FOUND;
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
+static enum store_err disk_list(struct store *s, const struct store_key *root, store_object_fn fn,
+				void *ctx)
+{
+	if (!root || !root->path)
+		return STORE_EMPTY_KEY;
+	char *resdir = key_resdir_path(root);
+	if (!resdir)
+		return STORE_NOMEM;
+	struct list_walk w = {disk_of(s), root, fn, NULL, ctx, BUF_INIT, 0};
+	enum store_err e = walk_locked(&w, resdir_name(resdir));
+	buf_free(&w.data);
+	free(resdir);
+	return e;
+}
+
+static enum store_err root_key_of(struct disk_store *d, const char *component,
+				  const struct store_gvr *gvr, struct store_key *root)
+{
+	if (!component || !*component)
+		return STORE_EMPTY_KEY;
+	if (!gvr || !gvr->resource || !*gvr->resource)
+		return STORE_EMPTY_KEY;
+	struct store_key_info info = {component, gvr->group, gvr->version, gvr->resource, "", ""};
+	return key_build_disk(d->layout, &info, root);
+}
+
+static enum store_err disk_list_keys(struct store *s, const char *component,
+				     const struct store_gvr *gvr, store_key_fn fn, void *ctx)
+{
+	struct disk_store *d = disk_of(s);
+	struct store_key root;
+	enum store_err e = root_key_of(d, component, gvr, &root);
+	if (e != STORE_OK)
+		return e;
+	struct list_walk w = {d, &root, NULL, fn, ctx, BUF_INIT, 0};
+	e = walk_locked(&w, resdir_name(root.path));
+	store_key_free(&root);
+	return e;
+}
+
+/* ---- views ---- */
+
+static enum store_err view_identity(struct disk_store *d, const struct store_view *view,
+				    struct view_rec *rec, char **resdir)
+{
+	*resdir = NULL;
+	if (!view || !view->component || !*view->component || !view->gvr.resource ||
+	    !*view->gvr.resource)
+		return STORE_EMPTY_KEY;
+	if (!key_component_ok(view->component))
+		return STORE_BAD_KEY;
+	if (view->namespace && *view->namespace && !key_segment_ok(view->namespace, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	*resdir = key_resource_dir(d->layout, view->gvr.resource, view->gvr.version,
+				   view->gvr.group);
+	if (!*resdir)
+		return STORE_BAD_KEY;
+	char *err = NULL;
+	if (view_canonical(view, rec, &err) < 0) {
+		enum store_err e = err ? STORE_BAD_KEY : STORE_NOMEM;
+		if (err)
+			log_debug("disk store: %s", err);
+		free(err);
+		free(*resdir);
+		*resdir = NULL;
+		return e;
+	}
+	return STORE_OK;
+}
+
+static int fill_state(struct store_view_state *out, const struct view_rec *r)
+{
+	memset(out, 0, sizeof *out);
+	out->namespace = strdup(r->namespace);
+	out->label_selector = strdup(r->label_selector);
+	out->field_selector = strdup(r->field_selector);
+	out->rv = r->rv;
+	if (!out->namespace || !out->label_selector || !out->field_selector) {
+		store_view_state_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+static enum store_err disk_get_view(struct store *s, const struct store_view *view,
+				    struct store_view_state *out)
+{
+	struct disk_store *d = disk_of(s);
+	struct view_rec key;
+	char *resdir;
+	enum store_err e = view_identity(d, view, &key, &resdir);
+	if (e != STORE_OK)
+		return e;
+	struct view_set set;
+	pthread_rwlock_t *rl = disk_res_lock(d, view->component, resdir);
+	pthread_rwlock_rdlock(rl);
+	int rc = disk_views_load(d, view->component, resdir, &set, NULL);
+	pthread_rwlock_unlock(rl);
+	if (rc < 0) {
+		e = store_fail_errno(rc);
+	} else {
+		struct view_rec *r = view_set_find(&set, &key);
+		e = !r ? STORE_NOT_FOUND : fill_state(out, r) < 0 ? STORE_NOMEM : STORE_OK;
+		view_set_free(&set);
+	}
+	view_rec_free(&key);
+	free(resdir);
+	return e;
+}
+
+static enum store_err disk_set_view_rv(struct store *s, const struct store_view *view, uint64_t rv)
+{
+	struct disk_store *d = disk_of(s);
+	if (d->flags & DISK_READ_ONLY)
+		return read_only_error();
+	struct view_rec key;
+	char *resdir;
+	enum store_err e = view_identity(d, view, &key, &resdir);
+	if (e != STORE_OK)
+		return e;
+	struct view_set set;
+	pthread_rwlock_t *rl = disk_res_lock(d, view->component, resdir);
+	pthread_rwlock_rdlock(&d->global);
+	pthread_rwlock_wrlock(rl);
+	int rc = disk_views_load(d, view->component, resdir, &set, NULL);
+	if (rc < 0) {
+		e = store_fail_errno(rc);
+	} else {
+		struct view_rec *r = view_set_find(&set, &key);
+		if (!r) {
+			e = STORE_NOT_FOUND; /* a bookmark never creates a view */
+		} else if (rv > r->rv) {
+			r->rv = rv;
+			rc = disk_views_save(d, view->component, resdir, &set);
+			if (rc < 0)
+				e = store_fail_errno(rc);
+		}
+		view_set_free(&set);
+	}
+	pthread_rwlock_unlock(rl);
+	pthread_rwlock_unlock(&d->global);
+	view_rec_free(&key);
+	free(resdir);
+	return e;
+}
+
+static enum store_err disk_list_views(struct store *s, const char *component,
+				      const struct store_gvr *gvr, store_view_fn fn, void *ctx)
+{
+	struct disk_store *d = disk_of(s);
+	if (!component || !*component || !gvr || !gvr->resource || !*gvr->resource)
+		return STORE_EMPTY_KEY;
+	if (!key_component_ok(component))
+		return STORE_BAD_KEY;
+	char *resdir = key_resource_dir(d->layout, gvr->resource, gvr->version, gvr->group);
+	if (!resdir)
+		return STORE_BAD_KEY;
+	struct view_set set;
+	pthread_rwlock_t *rl = disk_res_lock(d, component, resdir);
+	pthread_rwlock_rdlock(rl);
+	int rc = disk_views_load(d, component, resdir, &set, NULL);
+	pthread_rwlock_unlock(rl);
+	free(resdir);
+	if (rc < 0)
+		return store_fail_errno(rc);
+	enum store_err e = STORE_OK;
+	for (size_t i = 0; i < set.n; i++) {
+		struct store_view_state st;
+		if (fill_state(&st, &set.v[i]) < 0) {
+			e = STORE_NOMEM;
+			break;
+		}
+		int stop = fn(ctx, &st);
+		store_view_state_free(&st);
+		if (stop)
+			break;
+	}
+	view_set_free(&set);
+	return e;
+}
+
+/* ---- components and cluster info ---- */
+
+static enum store_err disk_delete_component(struct store *s, const char *component)
+{
+	struct disk_store *d = disk_of(s);
+	if (!component || !*component)
+		return STORE_EMPTY_KEY;
+	if (!key_component_ok(component))
+		return STORE_BAD_KEY;
+	if (d->flags & DISK_READ_ONLY)
+		return read_only_error();
+	char vname[48], dname[48];
+	disk_seq_name(d, 'd', vname, sizeof vname);
+	disk_seq_name(d, 'd', dname, sizeof dname);
+	int rc = 0;
+	pthread_rwlock_wrlock(&d->global);
+	/* Views first, then objects: a crash between leaves objects no view
+	 * claims, which read as "never listed" - never as "listed, empty". */
+	bool views_moved = renameat(d->views_fd, component, d->staging_fd, vname) == 0;
+	if (!views_moved && errno != ENOENT)
+		rc = -errno;
+	if (rc == 0 && views_moved)
+		rc = fs_fsync_dir_at(d->views_fd, ".");
+	bool data_moved = false;
+	if (rc == 0) {
+		data_moved = renameat(d->base_fd, component, d->staging_fd, dname) == 0;
+		if (!data_moved && errno != ENOENT)
+			rc = -errno;
+	}
+	if (rc == 0 && data_moved)
+		rc = fs_fsync_dir_at(d->base_fd, ".");
+	atomic_fetch_add(&d->syncs, 2);
+	pthread_rwlock_unlock(&d->global);
+	if (views_moved)
+		disk_reap(d, vname);
+	if (data_moved)
+		disk_reap(d, dname);
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
+static enum store_err disk_save_cluster_info(struct store *s, const char *url_path,
+					     const char *data, size_t len)
+{
+	struct disk_store *d = disk_of(s);
+	char *name = key_cluster_info_name(url_path);
+	if (!name)
+		return STORE_BAD_KEY;
+	enum store_err e = STORE_OK;
+	if (!data || !len)
+		e = STORE_EMPTY_CONTENT;
+	else if (d->flags & DISK_READ_ONLY)
+		e = read_only_error();
+	if (e == STORE_OK) {
+		atomic_fetch_add(&d->syncs, 2);
+		int rc = fs_write_file_atomic(d->base_fd, name, data, len, FS_FILE_MODE);
+		if (rc < 0)
+			e = store_fail_errno(rc);
+	}
+	free(name);
+	return e;
+}
+
+static enum store_err disk_get_cluster_info(struct store *s, const char *url_path,
+					    struct buf *out)
+{
+	struct disk_store *d = disk_of(s);
+	char *name = key_cluster_info_name(url_path);
+	if (!name)
+		return STORE_BAD_KEY;
+	int rc = fs_read_file_at(d->base_fd, name, out, DISK_OBJECT_MAX);
+	free(name);
+	if (rc == -ENOENT || rc == -EISDIR)
+		return STORE_NOT_FOUND;
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
+/* ---- open and close ---- */
+
+static void disk_close(struct store *s)
+{
+	struct disk_store *d = disk_of(s);
+	if (!d)
+		return;
+	if (d->reaper_running) {
+		pthread_mutex_lock(&d->reap_lock);
+		d->reaper_stop = true;
+		pthread_cond_broadcast(&d->reap_cond);
+		pthread_mutex_unlock(&d->reap_lock);
+		pthread_join(d->reaper, NULL);
+	}
+	/* Trees not yet removed stay in staging: recovery removes them. */
+	for (struct reap_item *it = d->reap_head, *next; it; it = next) {
+		next = it->next;
+		free(it);
+	}
+	commit_queue_free(d->commit);
+	int fds[] = {d->base_fd, d->priv_fd, d->staging_fd, d->journal_fd, d->views_fd, d->lock_fd};
+	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	for (int i = 0; i < RES_STRIPES; i++)
+		pthread_rwlock_destroy(&d->res_locks[i]);
+	for (int i = 0; i < KEY_STRIPES; i++)
+		pthread_mutex_destroy(&d->key_locks[i]);
+	pthread_rwlock_destroy(&d->global);
+	pthread_mutex_destroy(&d->reap_lock);
+	pthread_cond_destroy(&d->reap_cond);
+	free(d->path);
+	free(d);
+}
+
+static const struct store_ops disk_ops = {
+	.name = "disk",
+	.key_build = disk_key_build,
+	.create = disk_create,
+	.delete = disk_delete,
+	.get = disk_get,
+	.list = disk_list,
+	.update = disk_update,
+	.replace_view = disk_replace_view,
+	.get_view = disk_get_view,
+	.set_view_rv = disk_set_view_rv,
+	.list_views = disk_list_views,
+	.list_keys = disk_list_keys,
+	.delete_component = disk_delete_component,
+	.save_cluster_info = disk_save_cluster_info,
+	.get_cluster_info = disk_get_cluster_info,
+	.close = disk_close,
+};
+
+/* YurtHub's rule, decided once at start: if any resource directory name has
+ * no dot, the cache is in the legacy layout. */
+static enum key_layout detect_layout(int base_fd)
+{
+	char **comps = NULL;
+	size_t ncomps = 0;
+	enum key_layout layout = KEY_LAYOUT_ENHANCED;
+	if (sorted_entries(base_fd, ".", true, &comps, &ncomps) < 0)
+		ncomps = 0;
+	for (size_t i = 0; i < ncomps && layout == KEY_LAYOUT_ENHANCED; i++) {
+		if (comps[i][0] == '_')
+			continue;
+		char **res = NULL;
+		size_t nres = 0;
+		if (sorted_entries(base_fd, comps[i], true, &res, &nres) == 0)
+			for (size_t j = 0; j < nres; j++)
+				if (!strchr(res[j], '.'))
+					layout = KEY_LAYOUT_LEGACY;
+		free_names(res, nres);
+	}
+	free_names(comps, ncomps);
+	return layout;
+}
+
+static int open_dir(int at, const char *path, bool create, int *out)
+{
+	if (create) {
+		int rc = fs_mkdir_p_at(at, path, FS_DIR_MODE, NULL);
+		if (rc < 0)
+			return rc;
+	}
+	/* The cache directory itself is the operator's to place (it may be a
+	 * link to another disk); below it nothing is followed. */
+	if (at == AT_FDCWD) {
+		*out = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		return *out < 0 ? -errno : 0;
+	}
+	*out = fs_open_dir_at(at, path);
+	return *out < 0 ? *out : 0;
+}
+
+static char *errorf(const char *fmt, const char *a, int rc)
+{
+	struct buf b = BUF_INIT;
+	if (buf_printf(&b, fmt, a, strerror(rc < 0 ? -rc : rc)) < 0)
+		return NULL;
+	return buf_steal(&b);
+}
+
+static int open_private(struct disk_store *d, char **err)
+{
+	bool rw = !(d->flags & DISK_READ_ONLY);
+	int rc = open_dir(d->base_fd, DISK_PRIV_DIR, rw, &d->priv_fd);
+	if (rc == -ENOENT && !rw)
+		return 0; /* a cache the C hub never opened: nothing private */
+	if (rc < 0) {
+		*err = errorf("cannot open %s/" DISK_PRIV_DIR ": %s", d->path, rc);
+		return rc;
+	}
+	if (rw) {
+		d->lock_fd = openat(d->priv_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, FS_FILE_MODE);
+		if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+			rc = -errno;
+			*err = errorf("cache directory %s is in use by another yurthub: %s", d->path,
+				      rc);
+			return rc;
+		}
+	}
+	const char *names[] = {"staging", "journal", "views"};
+	int *fds[] = {&d->staging_fd, &d->journal_fd, &d->views_fd};
+	for (int i = 0; i < 3; i++) {
+		rc = open_dir(d->priv_fd, names[i], rw, fds[i]);
+		if (rc < 0 && !(rc == -ENOENT && !rw)) {
+			*err = errorf("cannot open private directory in %s: %s", d->path, rc);
+			return rc;
+		}
+	}
+	if (rw)
+		fs_fsync_dir_at(d->priv_fd, ".");
+	return 0;
+}
+
+struct store *disk_store_open(const char *path, int flags, struct disk_recovery_report *report,
+			      char **err)
+{
+	*err = NULL;
+	if (!path || !*path)
+		path = DISK_DEFAULT_PATH;
+	struct disk_store *d = calloc(1, sizeof *d);
+	if (!d || !(d->path = strdup(path))) {
+		free(d);
+		*err = strdup("out of memory");
+		return NULL;
+	}
+	d->base.ops = &disk_ops;
+	d->flags = flags;
+	d->base_fd = d->priv_fd = d->staging_fd = d->journal_fd = d->views_fd = d->lock_fd = -1;
+	atomic_init(&d->seq, 1);
+	pthread_rwlock_init(&d->global, NULL);
+	for (int i = 0; i < RES_STRIPES; i++)
+		pthread_rwlock_init(&d->res_locks[i], NULL);
+	for (int i = 0; i < KEY_STRIPES; i++)
+		pthread_mutex_init(&d->key_locks[i], NULL);
+	pthread_mutex_init(&d->reap_lock, NULL);
+	pthread_cond_init(&d->reap_cond, NULL);
+
+	bool rw = !(flags & DISK_READ_ONLY);
+	int rc = open_dir(AT_FDCWD, path, rw, &d->base_fd);
+	if (rc < 0) {
+		*err = errorf("cannot open cache directory %s: %s", path, rc);
+		goto fail;
+	}
+	if (open_private(d, err) < 0)
+		goto fail;
+	d->layout = detect_layout(d->base_fd);
+	if (rw) {
+		d->commit = commit_queue_new(d->base_fd, d->staging_fd);
+		if (!d->commit) {
+			*err = strdup("out of memory");
+			goto fail;
+		}
+		struct disk_recovery_report dummy;
+		if (disk_recover(d, report ? report : &dummy, err) < 0)
+			goto fail;
+	}
+	return &d->base;
+fail:
+	if (!*err)
+		*err = strdup("cannot open cache directory");
+	disk_close(&d->base);
+	return NULL;
+}
+
+void disk_store_stats(struct store *s, struct disk_stats *out)
+{
+	struct disk_store *d = disk_of(s);
+	memset(out, 0, sizeof *out);
+	if (d->commit) {
+		struct commit_stats cs;
+		commit_get_stats(d->commit, &cs);
+		out->commit_batches = cs.batches;
+		out->commit_ops = cs.ops;
+		out->syncs = cs.syncs;
+	}
+	out->syncs += atomic_load(&d->syncs);
+	out->replaces = atomic_load(&d->replaces);
+}

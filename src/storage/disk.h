@@ -1,0 +1,55 @@
+/*
+ * disk.h - the disk store: one JSON file per object, laid out exactly as
+ * YurtHub lays out its cache (DESIGN.md §4.3), with crash-safe writes.
+ *
+ *   <cache>/<component>/<resource>.<version>.<group|core>/[<namespace>/]<name>
+ *   <cache>/version, <cache>/apis, <cache>/_apis_<group>_<version>, ...
+ *   <cache>/_internal/yurthub-c/   the hub's private state:
+ *       lock      held (flock) by the one hub that owns the directory
+ *       staging/  files and trees being written; garbage after a crash
+ *       journal/  records of multi-step operations, for recovery
+ *       views/<component>/<resource dir>   the view set of that resource
+ *
+ * Single writes go through a temp file, a sync, a rename and a sync of the
+ * directory, shared by concurrent writers (disk_commit.h).  A view replace
+ * builds the new collection beside the old one (unchanged objects are hard
+ * links), syncs once, and swaps it in with one atomic rename; a journal
+ * record lets recovery finish or roll back a replace that a crash cut short.
+ */
+#ifndef YURTHUB_STORAGE_DISK_H
+#define YURTHUB_STORAGE_DISK_H
+
+#include <stdbool.h>
+
+#include "storage/store.h"
+
+#define DISK_DEFAULT_PATH "/etc/kubernetes/cache/"
+
+enum disk_open_flags {
+	DISK_READ_ONLY = 1, /* operator tools: no lock, no recovery, no writes */
+};
+
+/* What recovery found and did at open. */
+struct disk_recovery_report {
+	unsigned yurthub_backups_restored; /* YurtHub tmp_* entries */
+	unsigned journals_rolled_forward;
+	unsigned journals_rolled_back;
+	unsigned staging_removed;
+};
+
+/* Open (creating it if needed) the cache directory at path, take its lock,
+ * and run recovery.  NULL on failure with *err set (malloc'ed, free it). */
+struct store *disk_store_open(const char *path, int flags, struct disk_recovery_report *report,
+			      char **err);
+
+/* Sync counts, for tests and metrics. */
+struct disk_stats {
+	unsigned long syncs;        /* all syncs issued, group commits included */
+	unsigned long replaces;
+	unsigned long commit_batches, commit_ops;
+};
+void disk_store_stats(struct store *s, struct disk_stats *out);
+/* Wait until removals of replaced trees have finished (tests, shutdown). */
+void disk_store_drain(struct store *s);
+
+#endif

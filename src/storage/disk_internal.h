@@ -1,0 +1,88 @@
+/*
+ * disk_internal.h - what the files of the disk store share (disk.c,
+ * disk_replace.c, disk_recover.c).  Not for use outside src/storage/.
+ */
+#ifndef YURTHUB_STORAGE_DISK_INTERNAL_H
+#define YURTHUB_STORAGE_DISK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "storage/disk.h"
+#include "storage/disk_commit.h"
+#include "storage/key.h"
+#include "storage/view.h"
+
+#define DISK_PRIV_DIR   "_internal/yurthub-c"
+#define DISK_OBJECT_MAX (64u << 20) /* largest object file read back */
+#define RES_STRIPES     64
+#define KEY_STRIPES     256
+
+struct reap_item {
+	char name[48]; /* an entry of the staging directory to remove */
+	struct reap_item *next;
+};
+
+struct disk_store {
+	struct store base;
+	char *path;
+	int flags;
+	int base_fd, priv_fd, staging_fd, journal_fd, views_fd, lock_fd;
+	enum key_layout layout;
+	struct commit_queue *commit;
+	atomic_ulong seq;
+	atomic_ulong syncs, replaces;
+
+	/* Whole-component operations exclude everything else. */
+	pthread_rwlock_t global;
+	/* Per resource directory: replace and view updates take it exclusively,
+	 * single writes and lists share it. */
+	pthread_rwlock_t res_locks[RES_STRIPES];
+	/* Per object key: single writes to one key are serialised. */
+	pthread_mutex_t key_locks[KEY_STRIPES];
+
+	/* Background removal of replaced trees. */
+	pthread_mutex_t reap_lock;
+	pthread_cond_t reap_cond;
+	struct reap_item *reap_head;
+	bool reaper_running, reaper_stop, reaper_busy;
+	pthread_t reaper;
+};
+
+static inline struct disk_store *disk_of(struct store *s)
+{
+	return (struct disk_store *)s;
+}
+
+/* The lock stripe of a resource directory "component/resdir". */
+pthread_rwlock_t *disk_res_lock(struct disk_store *d, const char *component, const char *resdir);
+/* A fresh name for the staging or journal directory: "<prefix><n>". */
+void disk_seq_name(struct disk_store *d, char prefix, char *out, size_t size);
+/* syncfs of the cache's file system, counted. */
+int disk_syncfs(struct disk_store *d);
+/* Queue a staging entry for background removal. */
+void disk_reap(struct disk_store *d, const char *staging_name);
+
+/* The view set of (component, resdir).  A resource directory that exists
+ * without a view file was written by the Go YurtHub: it is read as one
+ * unfiltered view of all namespaces (YurtHub's own meaning of it), and
+ * *synthesized (may be NULL) says so. */
+int disk_views_load(struct disk_store *d, const char *component, const char *resdir,
+		    struct view_set *out, bool *synthesized);
+/* Durably replace the view file. */
+int disk_views_save(struct disk_store *d, const char *component, const char *resdir,
+		    const struct view_set *set);
+int disk_views_file_exists(struct disk_store *d, const char *component, const char *resdir);
+
+/* Replace one view; see disk_replace.c. */
+enum store_err disk_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
+				 const struct store_item *items, size_t n);
+
+/* Startup recovery; see disk_recover.c.  0 or -errno with *err set. */
+int disk_recover(struct disk_store *d, struct disk_recovery_report *report, char **err);
+/* Roll one journal record forward or back (used by recovery). */
+int disk_journal_apply(struct disk_store *d, const char *name, bool *forward);
+
+#endif

@@ -1,0 +1,330 @@
+/*
+ * disk_recover.c - bringing a cache directory back to a clean state at start.
+ *
+ * Runs before the store serves anything, in this order:
+ *   1. YurtHub's own backups: an entry "tmp_X" is a copy YurtHub made before
+ *      rewriting X; its recovery restores it over X, and so do we, so that a
+ *      cache the Go hub left mid-write is read as it would have read it.
+ *   2. Our journal records: each replace is finished or rolled back
+ *      (see disk_replace.c for why the inode of the target decides).
+ *   3. Everything left in staging/ and every ".tmp.*" file of an atomic
+ *      write is garbage of an interrupted operation and is removed.
+ * Only directories are read (no object file is opened), so that a node
+ * that boots offline is serving within a second even with a large cache.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kube/meta.h"
+#include "storage/disk_internal.h"
+#include "util/fsutil.h"
+#include "util/log.h"
+
+#define WALK_DEPTH_MAX 6
+
+struct names {
+	char **v;
+	unsigned char *types;
+	size_t n, cap;
+};
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+	free(ns->types);
+	memset(ns, 0, sizeof *ns);
+}
+
+/* All entries of an open directory (not . and ..), with their types. */
+static int read_names(int at_fd, const char *path, struct names *out)
+{
+	memset(out, 0, sizeof *out);
+	int fd = openat(at_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	DIR *dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return -errno;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while ((de = readdir(dp)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		unsigned char type = de->d_type;
+		if (type == DT_UNKNOWN) {
+			struct stat st;
+			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+		}
+		if (out->n == out->cap) {
+			size_t cap = out->cap ? out->cap * 2 : 32;
+			char **v = realloc(out->v, cap * sizeof *v);
+			unsigned char *t = v ? realloc(out->types, cap) : NULL;
+			if (v)
+				out->v = v;
+			if (!v || !t) {
+				rc = -ENOMEM;
+				break;
+			}
+			out->types = t;
+			out->cap = cap;
+		}
+		if (!(out->v[out->n] = strdup(de->d_name))) {
+			rc = -ENOMEM;
+			break;
+		}
+		out->types[out->n++] = type;
+	}
+	closedir(dp);
+	if (rc < 0)
+		names_free(out);
+	return rc;
+}
+
+/* ---- 1. YurtHub backups ---- */
+
+static int restore_backup(int dirfd, const char *backup, unsigned char type)
+{
+	const char *orig = backup + 4; /* after "tmp_" */
+	if (!*orig)
+		return 0;
+	struct stat st;
+	if (fstatat(dirfd, orig, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		bool same_kind = (type == DT_DIR) == (S_ISDIR(st.st_mode) != 0);
+		if (!same_kind) {
+			log_warn("disk store: backup %s and %s differ in type; backup removed",
+				 backup, orig);
+			return fs_rm_rf_at(dirfd, backup);
+		}
+		int rc = fs_rm_rf_at(dirfd, orig);
+		if (rc < 0)
+			return rc;
+	}
+	return renameat(dirfd, backup, dirfd, orig) < 0 ? -errno : 1;
+}
+
+static int restore_backups_in(int dirfd, const char *path, int depth, unsigned *restored)
+{
+	if (depth > WALK_DEPTH_MAX)
+		return 0;
+	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	struct names ns;
+	int rc = read_names(fd, ".", &ns);
+	bool changed = false;
+	for (size_t i = 0; rc == 0 && i < ns.n; i++) {
+		const char *name = ns.v[i];
+		if (depth == 0 && name[0] == '_')
+			continue; /* _internal and cluster info: not YurtHub's objects */
+		if (!strncmp(name, "tmp_", 4) && (ns.types[i] == DT_DIR || ns.types[i] == DT_REG)) {
+			int r = restore_backup(fd, name, ns.types[i]);
+			if (r < 0)
+				rc = r;
+			if (r > 0) {
+				(*restored)++;
+				changed = true;
+			}
+			continue; /* a restored tree holds no backups of its own */
+		}
+		if (ns.types[i] == DT_DIR)
+			rc = restore_backups_in(fd, name, depth + 1, restored);
+	}
+	if (rc == 0 && changed && fsync(fd) < 0)
+		rc = -errno;
+	names_free(&ns);
+	close(fd);
+	return rc;
+}
+
+/* ---- 2. journal records ---- */
+
+/* A path below the cache directory: no empty, "." or ".." segment. */
+static bool relative_path_ok(const char *p)
+{
+	if (!*p || *p == '/')
+		return false;
+	for (;;) {
+		const char *end = strchr(p, '/');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+			return false;
+		if (!end)
+			return true;
+		p = end + 1;
+	}
+}
+
+static int views_from_text(const char *text, struct view_set *set)
+{
+	return view_set_decode(text, strlen(text), set);
+}
+
+int disk_journal_apply(struct disk_store *d, const char *name, bool *forward)
+{
+	*forward = false;
+	struct buf b = BUF_INIT;
+	int rc = fs_read_file_at(d->journal_fd, name, &b, 64u << 20);
+	json_t *j = rc == 0 ? json_loadb(b.data, b.len, 0, NULL) : NULL;
+	buf_free(&b);
+	const char *op = json_string_value(json_object_get(j, "op"));
+	const char *tree = json_string_value(json_object_get(j, "tree"));
+	const char *target = json_string_value(json_object_get(j, "target"));
+	const char *ino = json_string_value(json_object_get(j, "ino"));
+	const char *component = json_string_value(json_object_get(j, "component"));
+	const char *resdir = json_string_value(json_object_get(j, "resdir"));
+	const char *views = json_string_value(json_object_get(j, "views"));
+	/* A record that does not parse was never made durable, so the swap it
+	 * announces never happened: dropping it is rolling back. */
+	if (op && !strcmp(op, "replace") && tree && target && ino && component && resdir &&
+	    views && key_component_ok(component) && tree[0] == 'r' && !strchr(tree, '/') &&
+	    relative_path_ok(target)) {
+		uint64_t want = 0;
+		struct stat st;
+		kube_rv_parse(ino, strlen(ino), &want);
+		char old[64];
+		snprintf(old, sizeof old, "%so", tree);
+		if (fs_stat_at(d->base_fd, target, &st) == 0 &&
+		    (uint64_t)st.st_ino == want) {
+			struct view_set set;
+			rc = views_from_text(views, &set);
+			if (rc == 0) {
+				rc = disk_views_save(d, component, resdir, &set);
+				view_set_free(&set);
+			}
+			if (rc < 0)
+				goto out;
+			*forward = true;
+		} else if (fs_exists_at(d->base_fd, target) == 0 &&
+			   fs_exists_at(d->staging_fd, old) == 1) {
+			/* The two-rename fallback stopped half way: put the old
+			 * tree back. */
+			rc = fs_rename_at(d->staging_fd, old, d->base_fd, target, 0);
+			if (rc < 0)
+				goto out;
+			fs_fsync_dir_at(d->base_fd, ".");
+		}
+		fs_rm_rf_at(d->staging_fd, tree);
+		fs_rm_rf_at(d->staging_fd, old);
+	}
+	rc = unlinkat(d->journal_fd, name, 0) < 0 ? -errno : 0;
+out:
+	json_decref(j);
+	return rc;
+}
+
+static int apply_journals(struct disk_store *d, struct disk_recovery_report *report)
+{
+	struct names ns;
+	int rc = read_names(d->journal_fd, ".", &ns);
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; rc == 0 && i < ns.n; i++) {
+		if (ns.types[i] != DT_REG)
+			continue;
+		bool forward = false;
+		rc = disk_journal_apply(d, ns.v[i], &forward);
+		if (forward)
+			report->journals_rolled_forward++;
+		else
+			report->journals_rolled_back++;
+	}
+	if (rc == 0 && ns.n)
+		rc = fs_fsync_dir_at(d->journal_fd, ".");
+	names_free(&ns);
+	return rc;
+}
+
+/* ---- 3. garbage ---- */
+
+static int clear_dir(int dirfd, unsigned *removed)
+{
+	struct names ns;
+	int rc = read_names(dirfd, ".", &ns);
+	for (size_t i = 0; rc == 0 && i < ns.n; i++) {
+		rc = fs_rm_rf_at(dirfd, ns.v[i]);
+		if (removed && rc == 0)
+			(*removed)++;
+	}
+	names_free(&ns);
+	return rc;
+}
+
+static int remove_atomic_temps(int dirfd)
+{
+	struct names ns;
+	int rc = read_names(dirfd, ".", &ns);
+	for (size_t i = 0; rc == 0 && i < ns.n; i++)
+		if (!strncmp(ns.v[i], ".tmp.", 5) && ns.types[i] == DT_REG)
+			rc = unlinkat(dirfd, ns.v[i], 0) < 0 ? -errno : 0;
+	names_free(&ns);
+	return rc;
+}
+
+static int sweep_temps(struct disk_store *d)
+{
+	int rc = remove_atomic_temps(d->base_fd);
+	struct names comps;
+	if (rc == 0)
+		rc = read_names(d->views_fd, ".", &comps);
+	if (rc < 0)
+		return rc;
+	if (rc == 0)
+		rc = remove_atomic_temps(d->views_fd);
+	for (size_t i = 0; rc == 0 && i < comps.n; i++) {
+		if (comps.types[i] != DT_DIR)
+			continue;
+		int fd = openat(d->views_fd, comps.v[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0)
+			continue;
+		rc = remove_atomic_temps(fd);
+		close(fd);
+	}
+	names_free(&comps);
+	return rc;
+}
+
+int disk_recover(struct disk_store *d, struct disk_recovery_report *report, char **err)
+{
+	memset(report, 0, sizeof *report);
+	const char *step = "restoring YurtHub backups";
+	int rc = restore_backups_in(d->base_fd, ".", 0, &report->yurthub_backups_restored);
+	if (rc == 0) {
+		step = "applying journal";
+		rc = apply_journals(d, report);
+	}
+	if (rc == 0) {
+		step = "clearing staging";
+		rc = clear_dir(d->staging_fd, &report->staging_removed);
+	}
+	if (rc == 0) {
+		step = "removing temporary files";
+		rc = sweep_temps(d);
+	}
+	if (rc < 0) {
+		struct buf b = BUF_INIT;
+		if (buf_printf(&b, "recovery of %s failed while %s: %s", d->path, step,
+			       strerror(-rc)) == 0)
+			*err = buf_steal(&b);
+		return rc;
+	}
+	if (report->yurthub_backups_restored || report->journals_rolled_forward ||
+	    report->journals_rolled_back || report->staging_removed)
+		log_info("disk store: recovered %s: %u YurtHub backups restored, %u replaces "
+			 "finished, %u rolled back, %u staging entries removed",
+			 d->path, report->yurthub_backups_restored, report->journals_rolled_forward,
+			 report->journals_rolled_back, report->staging_removed);
+	return 0;
+}

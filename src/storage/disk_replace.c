@@ -1,0 +1,638 @@
+/*
+ * disk_replace.c - replacing a list view on disk, all at once.
+ *
+ * The collection directory T that the view spans (the resource directory,
+ * or one namespace of it) is rebuilt beside itself as N in the staging
+ * directory: listed objects are written (or hard-linked when the stored copy
+ * is as new), objects the view no longer has are left out unless another view
+ * of the component still covers them or they are newer than the list, and
+ * everything else is linked over unchanged.  Then:
+ *
+ *   1. a journal record names N, its inode, T, and the new view set;
+ *   2. one syncfs() makes N, its files and the record durable;
+ *   3. renameat2(RENAME_EXCHANGE) swaps N and T in one step (a plain rename
+ *      when T does not exist yet); the directories are synced;
+ *   4. the view file is replaced (durably), the record removed;
+ *   5. the old tree, now in staging, is removed in the background.
+ *
+ * A crash before 3 leaves T untouched: recovery sees T's inode differ from
+ * the record's and drops N.  A crash after 3 leaves T = N: recovery sees the
+ * inode match and finishes 4 and 5.  Either way a reader sees the complete old
+ * or the complete new view, and the cost is O(1) syncs for any N.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "kube/meta.h"
+#include "storage/disk_internal.h"
+#include "util/fsutil.h"
+#include "util/log.h"
+#include "util/strmap.h"
+
+#define PARALLEL_MIN 512 /* files below which one thread writes them all */
+#define WRITERS_MAX  4
+
+/* strmap values for entries of T */
+#define ENTRY_HANDLED ((void *)1)
+
+struct replace {
+	struct disk_store *d;
+	const struct store_view *view;
+	struct view_rec rec;
+	char *resdir;
+	char *tpath;       /* T, relative to the cache directory */
+	bool spans_ns;     /* T holds namespace directories */
+	uint64_t list_rv;
+	int t_fd, n_fd;    /* T (or -1 when absent), N */
+	char tree[64];     /* N's name in staging */
+	char journal[48];  /* the record's name in journal/ */
+	struct strmap existing; /* relative paths in T */
+	struct strmap n_dirs;   /* namespace directories made in N */
+	struct view_set views;  /* loaded, then updated with this view */
+	struct view_matcher self, *others;
+	size_t nothers;
+	struct buf scratch, rel;
+	struct pending_write *pending;
+	size_t npending, cap_pending;
+};
+
+/* ---- scanning T ---- */
+
+static int scan_dir_files(struct replace *r, int at_fd, const char *prefix)
+{
+	int fd = openat(at_fd, prefix ? prefix : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	DIR *dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return -errno;
+	}
+	int rc = 0;
+	struct dirent *de;
+	while (rc == 0 && (de = readdir(dp)) != NULL) {
+		const char *name = de->d_name;
+		if (name[0] == '.' || !strncmp(name, "tmp_", 4))
+			continue; /* never objects: left out of N */
+		unsigned char type = de->d_type;
+		if (type == DT_UNKNOWN) {
+			struct stat st;
+			if (fstatat(dirfd(dp), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue;
+			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+		}
+		if (type == DT_DIR && !prefix && r->spans_ns) {
+			rc = scan_dir_files(r, dirfd(dp), name);
+			continue;
+		}
+		if (type != DT_REG)
+			continue; /* left out of N: nothing of ours is anything else */
+		buf_reset(&r->rel);
+		if (prefix ? buf_printf(&r->rel, "%s/%s", prefix, name) : buf_append_str(&r->rel, name))
+			rc = -ENOMEM;
+		else if (!strmap_put(&r->existing, r->rel.data, NULL))
+			rc = -ENOMEM;
+	}
+	closedir(dp);
+	return rc;
+}
+
+/* ---- building N ---- */
+
+static const char *item_rel(struct replace *r, const struct store_item *it)
+{
+	buf_reset(&r->rel);
+	int rc = r->spans_ns && it->namespace && *it->namespace
+			 ? buf_printf(&r->rel, "%s/%s", it->namespace, it->name)
+			 : buf_append_str(&r->rel, it->name);
+	return rc < 0 ? NULL : r->rel.data;
+}
+
+/* Make the namespace directory of rel in N, once. */
+static int ensure_n_dir(struct replace *r, const char *rel)
+{
+	const char *slash = strchr(rel, '/');
+	if (!slash)
+		return 0;
+	char *ns = strndup(rel, (size_t)(slash - rel));
+	if (!ns)
+		return -ENOMEM;
+	int rc = 0;
+	if (!strmap_get(&r->n_dirs, ns)) {
+		if (mkdirat(r->n_fd, ns, FS_DIR_MODE) < 0 && errno != EEXIST)
+			rc = -errno;
+		else if (!strmap_put(&r->n_dirs, ns, NULL))
+			rc = -ENOMEM;
+	}
+	free(ns);
+	return rc;
+}
+
+/* A file of N to be written: queued while deciding, written in parallel. */
+struct pending_write {
+	char *rel;
+	const char *data;
+	size_t len;
+};
+
+static int write_new(struct replace *r, const char *rel, const char *data, size_t len)
+{
+	int rc = ensure_n_dir(r, rel);
+	if (rc < 0)
+		return rc;
+	if (r->npending == r->cap_pending) {
+		size_t cap = r->cap_pending ? r->cap_pending * 2 : 256;
+		struct pending_write *p = realloc(r->pending, cap * sizeof *p);
+		if (!p)
+			return -ENOMEM;
+		r->pending = p;
+		r->cap_pending = cap;
+	}
+	struct pending_write *w = &r->pending[r->npending];
+	if (!(w->rel = strdup(rel)))
+		return -ENOMEM;
+	w->data = data;
+	w->len = len;
+	r->npending++;
+	return 0;
+}
+
+static int write_one(int n_fd, const struct pending_write *w)
+{
+	int fd = openat(n_fd, w->rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, FS_FILE_MODE);
+	if (fd < 0)
+		return -errno;
+	int rc = fs_write_all(fd, w->data, w->len);
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	return rc;
+}
+
+struct write_range {
+	int n_fd;
+	const struct pending_write *w;
+	size_t from, to;
+	int rc;
+};
+
+static void *write_range_main(void *p)
+{
+	struct write_range *wr = p;
+	for (size_t i = wr->from; i < wr->to && wr->rc == 0; i++)
+		wr->rc = write_one(wr->n_fd, &wr->w[i]);
+	return NULL;
+}
+
+/* Creating inodes is CPU work in the kernel; on a multi-core node the
+ * files of a large list are written by several threads, each taking a
+ * contiguous range (lists come sorted, so mostly distinct directories). */
+static int flush_writes(struct replace *r)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t nthreads = r->npending >= PARALLEL_MIN ? (size_t)(cpus > 1 ? cpus : 1) : 1;
+	if (nthreads > WRITERS_MAX)
+		nthreads = WRITERS_MAX;
+	struct write_range ranges[WRITERS_MAX];
+	pthread_t tids[WRITERS_MAX];
+	bool started[WRITERS_MAX] = {false};
+	size_t per = (r->npending + nthreads - 1) / nthreads;
+	for (size_t t = 0; t < nthreads; t++) {
+		size_t from = t * per, to = from + per < r->npending ? from + per : r->npending;
+		ranges[t] = (struct write_range){r->n_fd, r->pending, from, to, 0};
+		if (t > 0 && pthread_create(&tids[t], NULL, write_range_main, &ranges[t]) == 0)
+			started[t] = true;
+	}
+	for (size_t t = 0; t < nthreads; t++)
+		if (t == 0 || !started[t])
+			write_range_main(&ranges[t]); /* this thread, or a thread that did not start */
+	int rc = 0;
+	for (size_t t = 0; t < nthreads; t++) {
+		if (started[t])
+			pthread_join(tids[t], NULL);
+		if (ranges[t].rc < 0 && rc == 0)
+			rc = ranges[t].rc;
+	}
+	return rc;
+}
+
+static int link_old(struct replace *r, const char *rel)
+{
+	int rc = ensure_n_dir(r, rel);
+	if (rc < 0)
+		return rc;
+	return linkat(r->t_fd, rel, r->n_fd, rel, 0) < 0 ? -errno : 0;
+}
+
+/* The stored copy's rv; -1 when it cannot be read or is not JSON. */
+static int stored_rv(struct replace *r, const char *rel, uint64_t *rv)
+{
+	int rc = fs_read_file_at(r->t_fd, rel, &r->scratch, DISK_OBJECT_MAX);
+	if (rc < 0)
+		return rc;
+	return kube_meta_rv(r->scratch.data, r->scratch.len, rv) < 0 ? -EINVAL : 0;
+}
+
+static int put_item(struct replace *r, const struct store_item *it)
+{
+	const char *rel = item_rel(r, it);
+	if (!rel)
+		return -ENOMEM;
+	struct strmap_entry *e = strmap_get(&r->existing, rel);
+	if (e && e->value == ENTRY_HANDLED)
+		return 0; /* listed twice: the later copy was already taken */
+	if (e) {
+		e->value = ENTRY_HANDLED;
+		uint64_t rv = 0;
+		/* Never regress: a stored copy as new as the listed one stays. */
+		if (stored_rv(r, rel, &rv) == 0 && rv >= it->rv)
+			return link_old(r, rel);
+		return write_new(r, rel, it->data, it->len);
+	}
+	if (!strmap_put(&r->existing, rel, ENTRY_HANDLED))
+		return -ENOMEM;
+	return write_new(r, rel, it->data, it->len);
+}
+
+/* An object of T that the list did not return: keep it? */
+static int keep_unlisted(struct replace *r, const char *rel)
+{
+	uint64_t rv = 0;
+	if (stored_rv(r, rel, &rv) < 0)
+		return 0; /* unreadable garbage inside the view: drop it */
+	if (rv > r->list_rv)
+		return 1; /* written after the list's snapshot: not the list's to drop */
+	const char *slash = strchr(rel, '/');
+	char ns[KEY_NAME_MAX + 1] = "";
+	if (slash && (size_t)(slash - rel) <= KEY_NAME_MAX)
+		memcpy(ns, rel, (size_t)(slash - rel)), ns[slash - rel] = '\0';
+	else if (!slash && *r->rec.namespace)
+		snprintf(ns, sizeof ns, "%s", r->rec.namespace);
+	const char *json = r->scratch.data;
+	size_t len = r->scratch.len;
+	if (view_matcher_covers(&r->self, ns, json, len) != 1)
+		return 1; /* never this view's object */
+	for (size_t i = 0; i < r->nothers; i++)
+		if (view_matcher_covers(&r->others[i], ns, json, len) == 1)
+			return 1;
+	return 0;
+}
+
+static int build_tree(struct replace *r, const struct store_item *items, size_t n)
+{
+	disk_seq_name(r->d, 'r', r->tree, sizeof r->tree);
+	if (mkdirat(r->d->staging_fd, r->tree, FS_DIR_MODE) < 0)
+		return -errno;
+	r->n_fd = openat(r->d->staging_fd, r->tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (r->n_fd < 0)
+		return -errno;
+	/* Backwards, so that when a name is listed twice the later copy wins. */
+	for (size_t i = n; i-- > 0;) {
+		int rc = put_item(r, &items[i]);
+		if (rc < 0)
+			return rc;
+	}
+	struct strmap_entry *e;
+	for (size_t i = 0; (e = strmap_next(&r->existing, &i));) {
+		if (e->value == ENTRY_HANDLED)
+			continue;
+		int keep = keep_unlisted(r, e->key);
+		if (keep) {
+			int rc = link_old(r, e->key);
+			if (rc < 0)
+				return rc;
+		}
+	}
+	return flush_writes(r);
+}
+
+/* ---- matchers of the view and its siblings ---- */
+
+static int init_matchers(struct replace *r)
+{
+	if (view_matcher_init(&r->self, &r->rec) < 0)
+		return -EINVAL;
+	r->others = calloc(r->views.n ? r->views.n : 1, sizeof *r->others);
+	if (!r->others)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->views.n; i++) {
+		struct view_rec *v = &r->views.v[i];
+		if (!strcmp(v->namespace, r->rec.namespace) &&
+		    !strcmp(v->label_selector, r->rec.label_selector) &&
+		    !strcmp(v->field_selector, r->rec.field_selector))
+			continue;
+		if (view_matcher_init(&r->others[r->nothers], v) == 0)
+			r->nothers++;
+	}
+	return 0;
+}
+
+/* ---- journal, swap, finish ---- */
+
+static int write_journal(struct replace *r)
+{
+	struct stat st;
+	if (fstat(r->n_fd, &st) < 0)
+		return -errno;
+	struct buf views = BUF_INIT;
+	if (view_set_encode(&r->views, &views) < 0) {
+		buf_free(&views);
+		return -ENOMEM;
+	}
+	char ino[32];
+	snprintf(ino, sizeof ino, "%llu", (unsigned long long)st.st_ino);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "op", "replace", "tree",
+			      r->tree, "target", r->tpath, "ino", ino, "component",
+			      r->view->component, "resdir", r->resdir, "views", buf_cstr(&views));
+	buf_free(&views);
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	if (!text)
+		return -ENOMEM;
+	disk_seq_name(r->d, 'j', r->journal, sizeof r->journal);
+	int fd = openat(r->d->journal_fd, r->journal, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			FS_FILE_MODE);
+	int rc = fd < 0 ? -errno : fs_write_all(fd, text, strlen(text));
+	if (fd >= 0 && close(fd) < 0 && rc == 0)
+		rc = -errno;
+	free(text);
+	return rc;
+}
+
+static char *parent_path(const char *p)
+{
+	const char *slash = strrchr(p, '/');
+	return slash ? strndup(p, (size_t)(slash - p)) : strdup(".");
+}
+
+static int swap_in(struct replace *r)
+{
+	struct disk_store *d = r->d;
+	char *parent = parent_path(r->tpath);
+	if (!parent)
+		return -ENOMEM;
+	int rc = 0;
+	if (r->t_fd >= 0) {
+		rc = fs_rename_at(d->staging_fd, r->tree, d->base_fd, r->tpath, RENAME_EXCHANGE);
+		if (rc < 0) {
+			if (rc != -EINVAL && rc != -ENOSYS)
+				goto out;
+			/* No atomic exchange on this file system: move the old
+			 * tree aside under a name recovery knows ("<tree>o"). */
+			char old[sizeof r->tree];
+			snprintf(old, sizeof old, "%.*so", (int)sizeof old - 2, r->tree);
+			rc = fs_rename_at(d->base_fd, r->tpath, d->staging_fd, old, 0);
+			if (rc < 0)
+				goto out;
+			rc = fs_rename_at(d->staging_fd, r->tree, d->base_fd, r->tpath, 0);
+			if (rc < 0) {
+				fs_rename_at(d->staging_fd, old, d->base_fd, r->tpath, 0); /* put it back */
+				goto out;
+			}
+			/* The old tree is the garbage now, N no longer in staging. */
+			snprintf(r->tree, sizeof r->tree, "%s", old);
+		}
+	} else {
+		int created = 0;
+		rc = fs_mkdir_p_at(d->base_fd, parent, FS_DIR_MODE, &created);
+		if (rc == 0 && created)
+			rc = disk_syncfs(d);
+		if (rc == 0)
+			rc = fs_rename_at(d->staging_fd, r->tree, d->base_fd, r->tpath, 0);
+	}
+	if (rc == 0)
+		rc = fs_fsync_dir_at(d->base_fd, parent);
+	if (rc == 0)
+		rc = fs_fsync_dir_at(d->staging_fd, ".");
+	atomic_fetch_add(&d->syncs, 2);
+out:
+	free(parent);
+	return rc;
+}
+
+/* Put T back as it was, after a failure that followed the swap. */
+static int undo_swap(struct replace *r)
+{
+	struct disk_store *d = r->d;
+	int rc;
+	size_t len = strlen(r->tree);
+	if (r->t_fd >= 0 && r->tree[len - 1] != 'o') {
+		rc = fs_rename_at(d->staging_fd, r->tree, d->base_fd, r->tpath, RENAME_EXCHANGE);
+	} else if (r->t_fd >= 0) {
+		/* The fallback moved the old tree to "<N>o": new tree back to <N>,
+		 * old tree back to T, and <N> is the garbage again. */
+		r->tree[len - 1] = '\0';
+		rc = fs_rename_at(d->base_fd, r->tpath, d->staging_fd, r->tree, 0);
+		if (rc == 0) {
+			char old[sizeof r->tree];
+			snprintf(old, sizeof old, "%.*so", (int)sizeof old - 2, r->tree);
+			rc = fs_rename_at(d->staging_fd, old, d->base_fd, r->tpath, 0);
+		}
+	} else {
+		rc = fs_rename_at(d->base_fd, r->tpath, d->staging_fd, r->tree, 0);
+	}
+	if (rc < 0)
+		return rc;
+	char *parent = parent_path(r->tpath);
+	if (!parent)
+		return -ENOMEM;
+	rc = fs_fsync_dir_at(d->base_fd, parent);
+	free(parent);
+	return rc;
+}
+
+static int finish(struct replace *r)
+{
+	int rc = disk_views_save(r->d, r->view->component, r->resdir, &r->views);
+	if (rc < 0) {
+		/* The view file could not be written (a full disk, most likely):
+		 * swap the old tree back so that nothing stored is lost.  If even
+		 * that fails, the record stays and recovery finishes the replace. */
+		if (undo_swap(r) == 0 && unlinkat(r->d->journal_fd, r->journal, 0) == 0)
+			r->journal[0] = '\0';
+		return rc;
+	}
+	if (unlinkat(r->d->journal_fd, r->journal, 0) < 0)
+		return -errno;
+	r->journal[0] = '\0';
+	atomic_fetch_add(&r->d->syncs, 1);
+	return fs_fsync_dir_at(r->d->journal_fd, ".");
+}
+
+/* ---- the operation ---- */
+
+static enum store_err check_items(const struct replace *r, const struct store_item *items,
+				  size_t n)
+{
+	bool is_ns_resource = !strcmp(r->view->gvr.resource, "namespaces");
+	for (size_t i = 0; i < n; i++) {
+		const struct store_item *it = &items[i];
+		const char *ns = it->namespace && !is_ns_resource ? it->namespace : "";
+		if (!key_segment_ok(it->name, KEY_NAME_MAX))
+			return STORE_BAD_KEY;
+		if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
+			return STORE_BAD_KEY;
+		if (*r->rec.namespace && !is_ns_resource && strcmp(ns, r->rec.namespace))
+			return STORE_INVALID_CONTENT; /* not under the view's root */
+		if (!it->data || !it->len)
+			return STORE_EMPTY_CONTENT;
+	}
+	return STORE_OK;
+}
+
+static int replace_locked(struct replace *r, const struct store_item *items, size_t n)
+{
+	struct disk_store *d = r->d;
+	bool synthesized = false;
+	int rc = disk_views_load(d, r->view->component, r->resdir, &r->views, &synthesized);
+	if (rc == 0 && synthesized) {
+		/* The Go YurtHub's "everything here was listed" stops being true
+		 * with our first list of this resource: from now on only real
+		 * views cover objects. */
+		view_set_free(&r->views);
+	}
+	if (rc == 0)
+		rc = init_matchers(r);
+	if (rc == 0 && view_set_put(&r->views, &r->rec, r->list_rv) < 0)
+		rc = -ENOMEM;
+	if (rc < 0)
+		return rc;
+	r->t_fd = fs_open_dir_at(d->base_fd, r->tpath);
+	if (r->t_fd < 0 && r->t_fd != -ENOENT)
+		return r->t_fd;
+	if (r->t_fd >= 0 && (rc = scan_dir_files(r, r->t_fd, NULL)) < 0)
+		return rc;
+	if ((rc = build_tree(r, items, n)) < 0)
+		return rc;
+	if ((rc = write_journal(r)) < 0)
+		return rc;
+	if ((rc = disk_syncfs(d)) < 0)
+		return rc;
+	if ((rc = swap_in(r)) < 0)
+		return rc;
+	return finish(r);
+}
+
+static void replace_cleanup(struct replace *r, int rc)
+{
+	struct disk_store *d = r->d;
+	if (r->n_fd >= 0)
+		close(r->n_fd);
+	if (r->t_fd >= 0)
+		close(r->t_fd);
+	/* Whatever happened, the staging tree is now garbage: the new tree when
+	 * the swap did not happen, the old one when it did.  A record left
+	 * behind (failure after the swap) is finished by recovery, which needs
+	 * only T and the record. */
+	if (r->tree[0])
+		disk_reap(d, r->tree);
+	(void)rc;
+	for (size_t i = 0; i < r->npending; i++)
+		free(r->pending[i].rel);
+	free(r->pending);
+	strmap_free(&r->existing);
+	strmap_free(&r->n_dirs);
+	view_matcher_free(&r->self);
+	for (size_t i = 0; i < r->nothers; i++)
+		view_matcher_free(&r->others[i]);
+	free(r->others);
+	view_set_free(&r->views);
+	view_rec_free(&r->rec);
+	buf_free(&r->scratch);
+	buf_free(&r->rel);
+	free(r->resdir);
+	free(r->tpath);
+}
+
+/* Is the new tree in place (T has N's inode)? */
+static bool swapped(const struct replace *r)
+{
+	struct stat t, n;
+	if (r->n_fd < 0 || fstat(r->n_fd, &n) < 0)
+		return false;
+	if (fs_stat_at(r->d->base_fd, r->tpath, &t) < 0)
+		return false;
+	return t.st_ino == n.st_ino && t.st_dev == n.st_dev;
+}
+
+static enum store_err prepare(struct replace *r, const struct store_view *view)
+{
+	struct disk_store *d = r->d;
+	if (!view || !view->component || !*view->component || !view->gvr.resource ||
+	    !*view->gvr.resource)
+		return STORE_EMPTY_KEY;
+	if (!key_component_ok(view->component))
+		return STORE_BAD_KEY;
+	const char *ns = view->namespace ? view->namespace : "";
+	if (!strcmp(view->gvr.resource, "namespaces"))
+		ns = "";
+	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	r->resdir = key_resource_dir(d->layout, view->gvr.resource, view->gvr.version,
+				     view->gvr.group);
+	if (!r->resdir)
+		return STORE_BAD_KEY;
+	struct store_view v = *view;
+	v.namespace = ns;
+	char *err = NULL;
+	if (view_canonical(&v, &r->rec, &err) < 0) {
+		enum store_err e = err ? STORE_BAD_KEY : STORE_NOMEM;
+		if (err)
+			log_debug("disk store: replace refused: %s", err);
+		free(err);
+		return e;
+	}
+	struct buf t = BUF_INIT;
+	int rc = buf_printf(&t, "%s/%s", view->component, r->resdir);
+	if (rc == 0 && *ns)
+		rc = buf_printf(&t, "/%s", ns);
+	if (rc < 0) {
+		buf_free(&t);
+		return STORE_NOMEM;
+	}
+	r->tpath = buf_steal(&t);
+	r->spans_ns = !*ns;
+	return STORE_OK;
+}
+
+enum store_err disk_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
+				 const struct store_item *items, size_t n)
+{
+	struct disk_store *d = disk_of(s);
+	struct replace r = {.d = d, .view = view, .list_rv = list_rv, .t_fd = -1, .n_fd = -1};
+	enum store_err e = prepare(&r, view);
+	if (e == STORE_OK)
+		e = check_items(&r, items, n);
+	if (e == STORE_OK && (d->flags & DISK_READ_ONLY))
+		e = store_fail_errno(EROFS);
+	if (e != STORE_OK) {
+		replace_cleanup(&r, -1);
+		return e;
+	}
+	pthread_rwlock_t *rl = disk_res_lock(d, view->component, r.resdir);
+	pthread_rwlock_rdlock(&d->global);
+	pthread_rwlock_wrlock(rl);
+	int rc = replace_locked(&r, items, n);
+	if (rc < 0 && r.journal[0] && !swapped(&r)) {
+		/* Failed before the swap: the record describes nothing. */
+		unlinkat(d->journal_fd, r.journal, 0);
+		r.journal[0] = '\0';
+	}
+	pthread_rwlock_unlock(rl);
+	pthread_rwlock_unlock(&d->global);
+	atomic_fetch_add(&d->replaces, rc == 0);
+	replace_cleanup(&r, rc);
+	if (rc < 0) {
+		log_warn("disk store: replace of %s failed: %s", view->component, strerror(-rc));
+		return store_fail_errno(rc);
+	}
+	return STORE_OK;
+}

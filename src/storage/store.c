@@ -1,0 +1,138 @@
+/*
+ * store.c - the calls the hub makes on a store, dispatched through the
+ * backend's ops table, and the contract's error texts.
+ */
+#include "storage/store.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static _Thread_local int last_errno;
+
+const char *store_strerror(enum store_err e)
+{
+	switch (e) {
+	case STORE_OK: return "ok";
+	case STORE_NOT_FOUND: return "not found";
+	case STORE_EXISTS: return "key exists";
+	case STORE_EMPTY_KEY: return "key is empty";
+	case STORE_EMPTY_CONTENT: return "key has no content";
+	case STORE_CONFLICT: return "update conflict: stored object is newer";
+	case STORE_INVALID_CONTENT: return "invalid content";
+	case STORE_BAD_KEY: return "unrecognised or unsafe key";
+	case STORE_IO: return "I/O error";
+	case STORE_UNAVAILABLE: return "storage backend unavailable";
+	case STORE_NOMEM: return "out of memory";
+	}
+	return "unknown store error";
+}
+
+int store_errno(void)
+{
+	return last_errno;
+}
+
+enum store_err store_fail_errno(int err)
+{
+	if (err < 0)
+		err = -err;
+	if (err == ENOMEM)
+		return STORE_NOMEM;
+	last_errno = err;
+	return STORE_IO;
+}
+
+void store_view_state_free(struct store_view_state *s)
+{
+	if (!s)
+		return;
+	free(s->namespace);
+	free(s->label_selector);
+	free(s->field_selector);
+	s->namespace = s->label_selector = s->field_selector = NULL;
+}
+
+enum store_err store_key_build(struct store *s, const struct store_key_info *info,
+			       struct store_key *out)
+{
+	return s->ops->key_build(s, info, out);
+}
+
+enum store_err store_create(struct store *s, const struct store_key *key, const char *data,
+			    size_t len)
+{
+	return s->ops->create(s, key, data, len);
+}
+
+enum store_err store_delete(struct store *s, const struct store_key *key)
+{
+	return s->ops->delete(s, key);
+}
+
+enum store_err store_get(struct store *s, const struct store_key *key, struct buf *out)
+{
+	return s->ops->get(s, key, out);
+}
+
+enum store_err store_list(struct store *s, const struct store_key *root, store_object_fn fn,
+			  void *ctx)
+{
+	return s->ops->list(s, root, fn, ctx);
+}
+
+enum store_err store_update(struct store *s, const struct store_key *key, const char *data,
+			    size_t len, uint64_t rv, struct buf *stored)
+{
+	return s->ops->update(s, key, data, len, rv, stored);
+}
+
+enum store_err store_replace_view(struct store *s, const struct store_view *view,
+				  uint64_t list_rv, const struct store_item *items, size_t n)
+{
+	return s->ops->replace_view(s, view, list_rv, items, n);
+}
+
+enum store_err store_get_view(struct store *s, const struct store_view *view,
+			      struct store_view_state *out)
+{
+	return s->ops->get_view(s, view, out);
+}
+
+enum store_err store_set_view_rv(struct store *s, const struct store_view *view, uint64_t rv)
+{
+	return s->ops->set_view_rv(s, view, rv);
+}
+
+enum store_err store_list_views(struct store *s, const char *component,
+				const struct store_gvr *gvr, store_view_fn fn, void *ctx)
+{
+	return s->ops->list_views(s, component, gvr, fn, ctx);
+}
+
+enum store_err store_list_keys(struct store *s, const char *component,
+			       const struct store_gvr *gvr, store_key_fn fn, void *ctx)
+{
+	return s->ops->list_keys(s, component, gvr, fn, ctx);
+}
+
+enum store_err store_delete_component(struct store *s, const char *component)
+{
+	return s->ops->delete_component(s, component);
+}
+
+enum store_err store_save_cluster_info(struct store *s, const char *url_path, const char *data,
+				       size_t len)
+{
+	return s->ops->save_cluster_info(s, url_path, data, len);
+}
+
+enum store_err store_get_cluster_info(struct store *s, const char *url_path, struct buf *out)
+{
+	return s->ops->get_cluster_info(s, url_path, out);
+}
+
+void store_close(struct store *s)
+{
+	if (s)
+		s->ops->close(s);
+}

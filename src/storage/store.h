@@ -1,0 +1,173 @@
+/*
+ * store.h - the storage contract.
+ *
+ * Every backend (disk.c, etcd.c) fills one `struct store_ops` table, like
+ * SQLite's VFS; the cache layer above only ever calls the store_*() wrappers
+ * at the bottom of this file.  The contract (DESIGN.md §4.2):
+ *
+ *  - Keys are built from (component, group, version, resource, namespace,
+ *    name).  An empty name gives a "root key": the collection that holds the
+ *    objects of a resource (optionally of one namespace).
+ *  - Objects are JSON documents, stored as the cloud sent them.
+ *  - update() never lets an older resourceVersion replace a newer one; equal
+ *    is accepted.  On conflict it returns STORE_CONFLICT and the stored bytes.
+ *  - Lists are *views*: (component, gvr, namespace or all, label selector,
+ *    field selector).  replace_view() makes the store hold the listed objects
+ *    (never regressing one held at a newer rv), removes objects of that view
+ *    that are gone unless another view of the same component still covers
+ *    them, and records the view with the list's resourceVersion.  A view that
+ *    was listed and came back empty is different from one never listed.
+ *  - Cluster info (/version, discovery documents) is kept by URL path.
+ *
+ * Errors are the distinct values of enum store_err.  Calls are thread-safe.
+ */
+#ifndef YURTHUB_STORAGE_STORE_H
+#define YURTHUB_STORAGE_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+enum store_err {
+	STORE_OK = 0,
+	STORE_NOT_FOUND,       /* no such key, view or cluster info */
+	STORE_EXISTS,          /* create() of a key that is present */
+	STORE_EMPTY_KEY,       /* component or resource missing, or an object key without name */
+	STORE_EMPTY_CONTENT,   /* no bytes to store, or the key names a collection */
+	STORE_CONFLICT,        /* update() with an rv older than the stored one */
+	STORE_INVALID_CONTENT, /* content not under the root, or not a JSON object */
+	STORE_BAD_KEY,         /* unrecognised key: unsafe name (.., /, NUL, too long) */
+	STORE_IO,              /* the system said no (errno kept in store_errno()) */
+	STORE_UNAVAILABLE,     /* the backend cannot be reached (etcd down) */
+	STORE_NOMEM,
+};
+
+const char *store_strerror(enum store_err e);
+/* errno of the last STORE_IO returned on this thread. */
+int store_errno(void);
+
+/* What a key is built from.  Strings are borrowed; "" and NULL both mean empty. */
+struct store_key_info {
+	const char *component;
+	const char *group; /* "" for the core group */
+	const char *version;
+	const char *resource;
+	const char *namespace;
+	const char *name; /* empty: root key of the collection */
+};
+
+/* A key as one backend lays it out.  Owns its strings; free with store_key_free. */
+struct store_key {
+	char *path; /* backend layout, e.g. "kubelet/pods.v1.core/default/web-0" */
+	char *component, *group, *version, *resource, *namespace, *name;
+	int is_root;
+};
+
+void store_key_free(struct store_key *k);
+
+struct store_gvr {
+	const char *group; /* "" for core */
+	const char *version;
+	const char *resource;
+};
+
+/* A list view.  Selectors are given as the client sent them; the store keeps
+ * them in canonical form so that equal selectors compare equal. */
+struct store_view {
+	const char *component;
+	struct store_gvr gvr;
+	const char *namespace;      /* "" = all namespaces (or cluster-scoped) */
+	const char *label_selector; /* "" = none */
+	const char *field_selector; /* "" = none */
+};
+
+/* One object of a list, as the cache layer extracted it from the response. */
+struct store_item {
+	const char *namespace; /* "" for cluster-scoped objects */
+	const char *name;
+	uint64_t rv;
+	const char *data;
+	size_t len;
+};
+
+/* What the store knows of a view. */
+struct store_view_state {
+	char *namespace, *label_selector, *field_selector; /* canonical, owned */
+	uint64_t rv; /* the list's rv, raised by bookmarks */
+};
+
+void store_view_state_free(struct store_view_state *s);
+
+/* Visitors return 0 to go on, non-zero to stop (the call then returns STORE_OK). */
+typedef int (*store_object_fn)(void *ctx, const struct store_key *key, const char *data,
+			       size_t len);
+typedef int (*store_key_fn)(void *ctx, const struct store_key *key);
+typedef int (*store_view_fn)(void *ctx, const struct store_view_state *view);
+
+struct store;
+
+struct store_ops {
+	const char *name;
+	enum store_err (*key_build)(struct store *s, const struct store_key_info *info,
+				    struct store_key *out);
+	enum store_err (*create)(struct store *s, const struct store_key *key, const char *data,
+				 size_t len);
+	enum store_err (*delete)(struct store *s, const struct store_key *key);
+	enum store_err (*get)(struct store *s, const struct store_key *key, struct buf *out);
+	enum store_err (*list)(struct store *s, const struct store_key *root, store_object_fn fn,
+			       void *ctx);
+	enum store_err (*update)(struct store *s, const struct store_key *key, const char *data,
+				 size_t len, uint64_t rv, struct buf *stored);
+	enum store_err (*replace_view)(struct store *s, const struct store_view *view,
+				       uint64_t list_rv, const struct store_item *items, size_t n);
+	enum store_err (*get_view)(struct store *s, const struct store_view *view,
+				   struct store_view_state *out);
+	enum store_err (*set_view_rv)(struct store *s, const struct store_view *view, uint64_t rv);
+	enum store_err (*list_views)(struct store *s, const char *component,
+				     const struct store_gvr *gvr, store_view_fn fn, void *ctx);
+	enum store_err (*list_keys)(struct store *s, const char *component,
+				    const struct store_gvr *gvr, store_key_fn fn, void *ctx);
+	enum store_err (*delete_component)(struct store *s, const char *component);
+	enum store_err (*save_cluster_info)(struct store *s, const char *url_path, const char *data,
+					    size_t len);
+	enum store_err (*get_cluster_info)(struct store *s, const char *url_path, struct buf *out);
+	void (*close)(struct store *s);
+};
+
+/* Every backend's handle starts with this. */
+struct store {
+	const struct store_ops *ops;
+};
+
+/* ---- the calls the rest of the hub makes ---- */
+
+enum store_err store_key_build(struct store *s, const struct store_key_info *info,
+			       struct store_key *out);
+enum store_err store_create(struct store *s, const struct store_key *key, const char *data,
+			    size_t len);
+enum store_err store_delete(struct store *s, const struct store_key *key);
+enum store_err store_get(struct store *s, const struct store_key *key, struct buf *out);
+enum store_err store_list(struct store *s, const struct store_key *root, store_object_fn fn,
+			  void *ctx);
+enum store_err store_update(struct store *s, const struct store_key *key, const char *data,
+			    size_t len, uint64_t rv, struct buf *stored);
+enum store_err store_replace_view(struct store *s, const struct store_view *view,
+				  uint64_t list_rv, const struct store_item *items, size_t n);
+enum store_err store_get_view(struct store *s, const struct store_view *view,
+			      struct store_view_state *out);
+enum store_err store_set_view_rv(struct store *s, const struct store_view *view, uint64_t rv);
+enum store_err store_list_views(struct store *s, const char *component,
+				const struct store_gvr *gvr, store_view_fn fn, void *ctx);
+enum store_err store_list_keys(struct store *s, const char *component,
+			       const struct store_gvr *gvr, store_key_fn fn, void *ctx);
+enum store_err store_delete_component(struct store *s, const char *component);
+enum store_err store_save_cluster_info(struct store *s, const char *url_path, const char *data,
+				       size_t len);
+enum store_err store_get_cluster_info(struct store *s, const char *url_path, struct buf *out);
+void store_close(struct store *s);
+
+/* Set by backends when they return STORE_IO. */
+enum store_err store_fail_errno(int err);
+
+#endif

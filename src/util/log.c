@@ -1,0 +1,81 @@
+/* log.c - leveled one-line logging, see log.h. */
+#include "util/log.h"
+#include "util/buf.h"
+
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_int verbosity;
+static atomic_int format = LOG_TEXT;
+
+void log_set_verbosity(int v)
+{
+	atomic_store(&verbosity, v);
+}
+
+int log_get_verbosity(void)
+{
+	return atomic_load(&verbosity);
+}
+
+void log_set_format(enum log_format f)
+{
+	atomic_store(&format, (int)f);
+}
+
+static const char *level_name(char level)
+{
+	switch (level) {
+	case 'E': return "error";
+	case 'W': return "warning";
+	case 'D': return "debug";
+	default: return "info";
+	}
+}
+
+void log_msg(char level, int v, const char *fmt, ...)
+{
+	if (v > atomic_load(&verbosity))
+		return;
+	struct timespec ts;
+	struct tm tm;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	char stamp[96];
+	snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
+
+	struct buf msg = BUF_INIT, line = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	int r = buf_vprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		goto out;
+	/* One event, one line: a message never carries its own newlines. */
+	for (size_t i = 0; i < msg.len; i++)
+		if (msg.data[i] == '\n' || msg.data[i] == '\r')
+			msg.data[i] = ' ';
+	if (atomic_load(&format) == LOG_JSON) {
+		r = buf_printf(&line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":", stamp,
+			       level_name(level));
+		if (r == 0)
+			r = buf_append_json_str(&line, buf_cstr(&msg), msg.len);
+		if (r == 0)
+			r = buf_append_str(&line, "}\n");
+	} else {
+		r = buf_printf(&line, "%c %s %s\n", level, stamp, buf_cstr(&msg));
+	}
+	if (r == 0) {
+		/* Best effort: a log line that cannot be written is dropped. */
+		ssize_t n = write(STDERR_FILENO, line.data, line.len);
+		(void)n;
+	}
+out:
+	buf_free(&msg);
+	buf_free(&line);
+}

@@ -1,0 +1,648 @@
+/*
+ * store_contract.c - the store contract suite, see store_contract.h.
+ *
+ * Each test gets a fresh store from the backend runner.  The tests speak only
+ * through store.h, so that whatever passes here on disk must pass on etcd.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kube/meta.h"
+#include "store_contract.h"
+
+static struct contract_backend *B;
+
+struct fixture {
+	struct store *s;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof *f);
+	f->s = B->open_fresh(B->ctx);
+	if (!f->s)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	B->destroy(B->ctx, f->s);
+	free(f);
+	return 0;
+}
+
+/* ---- helpers ---- */
+
+static char *obj_json(const char *name, const char *ns, uint64_t rv, const char *labels,
+		      const char *node)
+{
+	char *s = NULL;
+	char nsfield[300] = "";
+	if (ns && *ns)
+		snprintf(nsfield, sizeof nsfield, "\"namespace\":\"%s\",", ns);
+	int n = asprintf(&s,
+			 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",%s"
+			 "\"resourceVersion\":\"%llu\",\"labels\":{%s}},\"spec\":{\"nodeName\":\"%s\"}}",
+			 name, nsfield, (unsigned long long)rv, labels ? labels : "", node ? node : "");
+	assert_true(n > 0);
+	return s;
+}
+
+static struct store_key key_of(struct store *s, const char *comp, const char *res, const char *ns,
+			       const char *name)
+{
+	struct store_key_info info = {comp, "", "v1", res, ns, name};
+	struct store_key k;
+	assert_int_equal(store_key_build(s, &info, &k), STORE_OK);
+	return k;
+}
+
+static void put(struct store *s, const char *comp, const char *ns, const char *name, uint64_t rv,
+		const char *labels)
+{
+	struct store_key k = key_of(s, comp, "pods", ns, name);
+	char *j = obj_json(name, ns, rv, labels, NULL);
+	assert_int_equal(store_create(s, &k, j, strlen(j)), STORE_OK);
+	free(j);
+	store_key_free(&k);
+}
+
+/* rv of the stored object, 0 when absent */
+static uint64_t stored_rv(struct store *s, const char *comp, const char *ns, const char *name)
+{
+	struct store_key k = key_of(s, comp, "pods", ns, name);
+	struct buf b = BUF_INIT;
+	uint64_t rv = 0;
+	if (store_get(s, &k, &b) == STORE_OK)
+		assert_int_equal(kube_meta_rv(b.data, b.len, &rv), 0);
+	buf_free(&b);
+	store_key_free(&k);
+	return rv;
+}
+
+struct items {
+	struct store_item v[64];
+	char *data[64];
+	size_t n;
+};
+
+static void item_add(struct items *it, const char *ns, const char *name, uint64_t rv,
+		     const char *labels)
+{
+	assert_true(it->n < 64);
+	char *j = obj_json(name, ns, rv, labels, NULL);
+	it->data[it->n] = j;
+	it->v[it->n] = (struct store_item){ns, name, rv, j, strlen(j)};
+	it->n++;
+}
+
+static void items_free(struct items *it)
+{
+	for (size_t i = 0; i < it->n; i++)
+		free(it->data[i]);
+	it->n = 0;
+}
+
+static struct store_view view_of(const char *comp, const char *ns, const char *ls, const char *fs)
+{
+	struct store_view v = {comp, {"", "v1", "pods"}, ns, ls, fs};
+	return v;
+}
+
+static int count_fn(void *ctx, const struct store_key *k, const char *data, size_t len)
+{
+	(void)k;
+	(void)data;
+	(void)len;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static int count_list(struct store *s, const char *comp, const char *ns)
+{
+	struct store_key_info info = {comp, "", "v1", "pods", ns, ""};
+	struct store_key root;
+	assert_int_equal(store_key_build(s, &info, &root), STORE_OK);
+	int n = 0;
+	enum store_err e = store_list(s, &root, count_fn, &n);
+	store_key_free(&root);
+	return e == STORE_OK ? n : -1;
+}
+
+/* ---- keys ---- */
+
+static void test_key_errors(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_key k;
+	struct store_key_info no_comp = {"", "", "v1", "pods", "default", "a"};
+	assert_int_equal(store_key_build(s, &no_comp, &k), STORE_EMPTY_KEY);
+	struct store_key_info no_res = {"kubelet", "", "v1", "", "default", "a"};
+	assert_int_equal(store_key_build(s, &no_res, &k), STORE_EMPTY_KEY);
+	const char *bad[] = {"..", ".", "a/b", "x\ny", "tmp_x"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct store_key_info bn = {"kubelet", "", "v1", "pods", "default", bad[i]};
+		assert_int_equal(store_key_build(s, &bn, &k), STORE_BAD_KEY);
+		struct store_key_info bns = {"kubelet", "", "v1", "pods", bad[i], "a"};
+		assert_int_equal(store_key_build(s, &bns, &k), STORE_BAD_KEY);
+	}
+	char longname[400];
+	memset(longname, 'a', sizeof longname - 1);
+	longname[sizeof longname - 1] = '\0';
+	struct store_key_info ln = {"kubelet", "", "v1", "pods", "default", longname};
+	assert_int_equal(store_key_build(s, &ln, &k), STORE_BAD_KEY);
+	struct store_key_info root = {"kubelet", "", "v1", "pods", "default", ""};
+	assert_int_equal(store_key_build(s, &root, &k), STORE_OK);
+	assert_true(k.is_root);
+	store_key_free(&k);
+}
+
+/* ---- single objects ---- */
+
+static void test_create_get(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_key k = key_of(s, "kubelet", "pods", "default", "web-0");
+	char *j = obj_json("web-0", "default", 5, NULL, "n1");
+	assert_int_equal(store_create(s, &k, j, strlen(j)), STORE_OK);
+	assert_int_equal(store_create(s, &k, j, strlen(j)), STORE_EXISTS);
+	struct buf b = BUF_INIT;
+	assert_int_equal(store_get(s, &k, &b), STORE_OK);
+	assert_int_equal(b.len, strlen(j));
+	assert_memory_equal(b.data, j, b.len);
+	buf_free(&b);
+	free(j);
+	store_key_free(&k);
+
+	struct store_key missing = key_of(s, "kubelet", "pods", "default", "nope");
+	assert_int_equal(store_get(s, &missing, &b), STORE_NOT_FOUND);
+	store_key_free(&missing);
+	buf_free(&b);
+}
+
+static void test_create_errors(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_key k = key_of(s, "kubelet", "pods", "default", "a");
+	assert_int_equal(store_create(s, &k, "", 0), STORE_EMPTY_CONTENT);
+	assert_int_equal(store_create(s, &k, "{\"a\":", 5), STORE_INVALID_CONTENT);
+	assert_int_equal(store_create(s, &k, "[1,2]", 5), STORE_INVALID_CONTENT);
+	char *other = obj_json("b", "default", 1, NULL, NULL);
+	assert_int_equal(store_create(s, &k, other, strlen(other)), STORE_INVALID_CONTENT);
+	free(other);
+	char *wrongns = obj_json("a", "other", 1, NULL, NULL);
+	assert_int_equal(store_create(s, &k, wrongns, strlen(wrongns)), STORE_INVALID_CONTENT);
+	free(wrongns);
+	store_key_free(&k);
+	struct store_key root = key_of(s, "kubelet", "pods", "default", "");
+	char *j = obj_json("a", "default", 1, NULL, NULL);
+	assert_int_equal(store_create(s, &root, j, strlen(j)), STORE_EMPTY_KEY);
+	free(j);
+	store_key_free(&root);
+}
+
+static void test_update_rv_rules(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	put(s, "kubelet", "default", "p", 10, NULL);
+	struct store_key k = key_of(s, "kubelet", "pods", "default", "p");
+	struct buf stored = BUF_INIT;
+
+	char *newer = obj_json("p", "default", 12, NULL, "n2");
+	assert_int_equal(store_update(s, &k, newer, strlen(newer), 12, &stored), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "default", "p"), 12);
+
+	char *equal = obj_json("p", "default", 12, "\"x\":\"y\"", "n2");
+	assert_int_equal(store_update(s, &k, equal, strlen(equal), 12, &stored), STORE_OK);
+	struct buf b = BUF_INIT;
+	assert_int_equal(store_get(s, &k, &b), STORE_OK);
+	assert_memory_equal(b.data, equal, b.len);
+
+	char *older = obj_json("p", "default", 7, NULL, NULL);
+	assert_int_equal(store_update(s, &k, older, strlen(older), 7, &stored), STORE_CONFLICT);
+	assert_int_equal(stored.len, strlen(equal));
+	assert_memory_equal(stored.data, equal, stored.len);
+	assert_int_equal(stored_rv(s, "kubelet", "default", "p"), 12);
+
+	struct store_key missing = key_of(s, "kubelet", "pods", "default", "q");
+	char *q = obj_json("q", "default", 1, NULL, NULL);
+	assert_int_equal(store_update(s, &missing, q, strlen(q), 1, NULL), STORE_NOT_FOUND);
+	free(q);
+	store_key_free(&missing);
+	free(newer);
+	free(equal);
+	free(older);
+	buf_free(&b);
+	buf_free(&stored);
+	store_key_free(&k);
+}
+
+static void test_delete(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	put(s, "kubelet", "default", "p", 1, NULL);
+	struct store_key k = key_of(s, "kubelet", "pods", "default", "p");
+	assert_int_equal(store_delete(s, &k), STORE_OK);
+	struct buf b = BUF_INIT;
+	assert_int_equal(store_get(s, &k, &b), STORE_NOT_FOUND);
+	assert_int_equal(store_delete(s, &k), STORE_OK); /* missing is fine */
+	buf_free(&b);
+	store_key_free(&k);
+}
+
+static void test_list_root(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	assert_int_equal(count_list(s, "kubelet", ""), -1); /* never written: not found */
+	put(s, "kubelet", "a", "p1", 1, NULL);
+	put(s, "kubelet", "a", "p2", 2, NULL);
+	put(s, "kubelet", "b", "p3", 3, NULL);
+	put(s, "kube-proxy", "a", "p9", 3, NULL);
+	assert_int_equal(count_list(s, "kubelet", ""), 3);
+	assert_int_equal(count_list(s, "kubelet", "a"), 2);
+	assert_int_equal(count_list(s, "kubelet", "b"), 1);
+	assert_int_equal(count_list(s, "kube-proxy", ""), 1);
+}
+
+/* ---- views ---- */
+
+static void test_view_listed_vs_never(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", "", "spec.nodeName=n1");
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &v, &st), STORE_NOT_FOUND);
+	assert_int_equal(store_replace_view(s, &v, 100, NULL, 0), STORE_OK);
+	assert_int_equal(store_get_view(s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 100);
+	assert_string_equal(st.field_selector, "spec.nodeName=n1");
+	store_view_state_free(&st);
+	/* another selector is another view: still never listed */
+	struct store_view other = view_of("kubelet", "", "", "spec.nodeName=n2");
+	assert_int_equal(store_get_view(s, &other, &st), STORE_NOT_FOUND);
+	/* and so is the same view of another component */
+	struct store_view comp = view_of("kube-proxy", "", "", "spec.nodeName=n1");
+	assert_int_equal(store_get_view(s, &comp, &st), STORE_NOT_FOUND);
+}
+
+static void test_view_replace_puts_and_removes(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", "", "");
+	struct items it = {0};
+	item_add(&it, "a", "p1", 10, NULL);
+	item_add(&it, "a", "p2", 11, NULL);
+	item_add(&it, "b", "p3", 12, NULL);
+	assert_int_equal(store_replace_view(s, &v, 20, it.v, it.n), STORE_OK);
+	items_free(&it);
+	assert_int_equal(count_list(s, "kubelet", ""), 3);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "p2"), 11);
+
+	item_add(&it, "a", "p1", 10, NULL);
+	item_add(&it, "b", "p4", 21, NULL);
+	assert_int_equal(store_replace_view(s, &v, 30, it.v, it.n), STORE_OK);
+	items_free(&it);
+	assert_int_equal(count_list(s, "kubelet", ""), 2);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "p2"), 0);
+	assert_int_equal(stored_rv(s, "kubelet", "b", "p3"), 0);
+	assert_int_equal(stored_rv(s, "kubelet", "b", "p4"), 21);
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 30);
+	store_view_state_free(&st);
+}
+
+static void test_view_replace_never_regresses(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", "", "");
+	put(s, "kubelet", "a", "p1", 50, NULL); /* a watch event newer than the list */
+	struct items it = {0};
+	item_add(&it, "a", "p1", 40, NULL);
+	assert_int_equal(store_replace_view(s, &v, 45, it.v, it.n), STORE_OK);
+	items_free(&it);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "p1"), 50);
+}
+
+static void test_view_replace_keeps_newer_than_list(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", "", "");
+	put(s, "kubelet", "a", "late", 60, NULL); /* created after the list snapshot */
+	put(s, "kubelet", "a", "gone", 30, NULL); /* deleted before it */
+	assert_int_equal(store_replace_view(s, &v, 45, NULL, 0), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "late"), 60);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "gone"), 0);
+}
+
+static void test_view_replace_keeps_other_views(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view app = view_of("kubelet", "", "app=a", "");
+	struct store_view tier = view_of("kubelet", "", "tier=x", "");
+	struct items it = {0};
+	item_add(&it, "ns", "both", 10, "\"app\":\"a\",\"tier\":\"x\"");
+	item_add(&it, "ns", "only-app", 11, "\"app\":\"a\"");
+	assert_int_equal(store_replace_view(s, &app, 20, it.v, it.n), STORE_OK);
+	items_free(&it);
+	item_add(&it, "ns", "both", 10, "\"app\":\"a\",\"tier\":\"x\"");
+	item_add(&it, "ns", "only-tier", 12, "\"tier\":\"x\"");
+	assert_int_equal(store_replace_view(s, &tier, 20, it.v, it.n), STORE_OK);
+	items_free(&it);
+	/* the app view relists and both of its objects are gone */
+	assert_int_equal(store_replace_view(s, &app, 30, NULL, 0), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "both"), 10);     /* tier still covers it */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-app"), 0);  /* nobody covers it */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-tier"), 12); /* never the app view's */
+}
+
+static void test_view_namespaced_leaves_others(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	put(s, "kubelet", "b", "pb", 1, NULL);
+	struct store_view va = view_of("kubelet", "a", "", "");
+	struct items it = {0};
+	item_add(&it, "a", "pa", 5, NULL);
+	assert_int_equal(store_replace_view(s, &va, 10, it.v, it.n), STORE_OK);
+	items_free(&it);
+	assert_int_equal(store_replace_view(s, &va, 11, NULL, 0), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "pa"), 0);
+	assert_int_equal(stored_rv(s, "kubelet", "b", "pb"), 1);
+	/* an item outside the view's namespace is refused */
+	item_add(&it, "b", "px", 5, NULL);
+	assert_int_equal(store_replace_view(s, &va, 12, it.v, it.n), STORE_INVALID_CONTENT);
+	items_free(&it);
+	assert_int_equal(stored_rv(s, "kubelet", "b", "px"), 0);
+}
+
+static void test_view_bookmark_rv(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kube-proxy", "", "!service.kubernetes.io/headless", "");
+	assert_int_equal(store_set_view_rv(s, &v, 5), STORE_NOT_FOUND);
+	assert_int_equal(store_replace_view(s, &v, 10, NULL, 0), STORE_OK);
+	assert_int_equal(store_set_view_rv(s, &v, 15), STORE_OK);
+	assert_int_equal(store_set_view_rv(s, &v, 12), STORE_OK); /* older: ignored */
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 15);
+	store_view_state_free(&st);
+}
+
+static void test_view_selector_canonical(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v1 = view_of("kubelet", "", "b=2,a in (y,x)", "");
+	struct store_view v2 = view_of("kubelet", "", "a in (x,y), b==2", "");
+	assert_int_equal(store_replace_view(s, &v1, 7, NULL, 0), STORE_OK);
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &v2, &st), STORE_OK);
+	assert_int_equal(st.rv, 7);
+	store_view_state_free(&st);
+	struct store_view bad = view_of("kubelet", "", "a in (x", "");
+	assert_int_equal(store_replace_view(s, &bad, 7, NULL, 0), STORE_BAD_KEY);
+	struct store_view badf = view_of("kubelet", "", "", "a=b=c");
+	assert_int_equal(store_replace_view(s, &badf, 7, NULL, 0), STORE_BAD_KEY);
+}
+
+static int count_views(void *ctx, const struct store_view_state *v)
+{
+	(void)v;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+static void test_list_views(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view a = view_of("kubelet", "", "", "spec.nodeName=n1");
+	struct store_view b = view_of("kubelet", "kube-system", "", "metadata.name=x");
+	assert_int_equal(store_replace_view(s, &a, 1, NULL, 0), STORE_OK);
+	assert_int_equal(store_replace_view(s, &b, 2, NULL, 0), STORE_OK);
+	struct store_gvr gvr = {"", "v1", "pods"};
+	int n = 0;
+	assert_int_equal(store_list_views(s, "kubelet", &gvr, count_views, &n), STORE_OK);
+	assert_int_equal(n, 2);
+	n = 0;
+	assert_int_equal(store_list_views(s, "coredns", &gvr, count_views, &n), STORE_OK);
+	assert_int_equal(n, 0);
+}
+
+static void test_view_refuses_bad_names(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", "", "");
+	const char *bad[] = {"..", "a/b", "", "tmp_x"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		struct items it = {0};
+		item_add(&it, "ns", "fine", 1, NULL);
+		it.v[0].name = bad[i];
+		assert_int_equal(store_replace_view(s, &v, 5, it.v, it.n), STORE_BAD_KEY);
+		items_free(&it);
+	}
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &v, &st), STORE_NOT_FOUND);
+	assert_int_equal(count_list(s, "kubelet", ""), -1);
+}
+
+/* ---- component operations ---- */
+
+struct keys_seen {
+	int n;
+	char names[8][64];
+};
+
+static int key_fn(void *ctx, const struct store_key *k)
+{
+	struct keys_seen *ks = ctx;
+	if (ks->n < 8)
+		snprintf(ks->names[ks->n], 64, "%s/%s", k->namespace, k->name);
+	ks->n++;
+	return 0;
+}
+
+static void test_list_keys(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_gvr gvr = {"", "v1", "pods"};
+	struct keys_seen ks = {0};
+	assert_int_equal(store_list_keys(s, "kubelet", &gvr, key_fn, &ks), STORE_NOT_FOUND);
+	put(s, "kubelet", "a", "p1", 1, NULL);
+	put(s, "kubelet", "b", "p2", 1, NULL);
+	put(s, "coredns", "a", "p3", 1, NULL);
+	assert_int_equal(store_list_keys(s, "kubelet", &gvr, key_fn, &ks), STORE_OK);
+	assert_int_equal(ks.n, 2);
+	assert_string_equal(ks.names[0], "a/p1");
+	assert_string_equal(ks.names[1], "b/p2");
+	assert_int_equal(store_list_keys(s, "", &gvr, key_fn, &ks), STORE_EMPTY_KEY);
+}
+
+static void test_delete_component(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	put(s, "kubelet", "a", "p1", 1, NULL);
+	put(s, "coredns", "a", "p2", 1, NULL);
+	struct store_view v = view_of("kubelet", "", "", "");
+	assert_int_equal(store_replace_view(s, &v, 3, NULL, 0), STORE_OK);
+	assert_int_equal(store_delete_component(s, "kubelet"), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "p1"), 0);
+	assert_int_equal(stored_rv(s, "coredns", "a", "p2"), 1);
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &v, &st), STORE_NOT_FOUND);
+	assert_int_equal(store_delete_component(s, "kubelet"), STORE_OK);
+	assert_int_equal(store_delete_component(s, ""), STORE_EMPTY_KEY);
+}
+
+static void test_cluster_info(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct buf b = BUF_INIT;
+	assert_int_equal(store_get_cluster_info(s, "/version", &b), STORE_NOT_FOUND);
+	const char *v1 = "{\"major\":\"1\",\"minor\":\"30\"}";
+	const char *v2 = "{\"major\":\"1\",\"minor\":\"31\"}";
+	assert_int_equal(store_save_cluster_info(s, "/version", v1, strlen(v1)), STORE_OK);
+	assert_int_equal(store_save_cluster_info(s, "/version", v2, strlen(v2)), STORE_OK);
+	assert_int_equal(store_get_cluster_info(s, "/version", &b), STORE_OK);
+	assert_string_equal(b.data, v2);
+	const char *d = "{\"kind\":\"APIResourceList\"}";
+	assert_int_equal(store_save_cluster_info(s, "/apis/discovery.k8s.io/v1", d, strlen(d)),
+			 STORE_OK);
+	buf_reset(&b);
+	assert_int_equal(store_get_cluster_info(s, "/apis/discovery.k8s.io/v1", &b), STORE_OK);
+	assert_string_equal(b.data, d);
+	assert_int_equal(store_save_cluster_info(s, "/../../etc/passwd", d, strlen(d)),
+			 STORE_BAD_KEY);
+	assert_int_equal(store_save_cluster_info(s, "relative", d, strlen(d)), STORE_BAD_KEY);
+	assert_int_equal(store_save_cluster_info(s, "/api", "", 0), STORE_EMPTY_CONTENT);
+	buf_free(&b);
+}
+
+/* ---- concurrency and durability ---- */
+
+struct writer_arg {
+	struct store *s;
+	int id;
+	int errors;
+};
+
+#define WRITERS 8
+#define WRITES  40
+
+static void *writer(void *p)
+{
+	struct writer_arg *a = p;
+	char name[32];
+	for (int i = 1; i <= WRITES; i++) {
+		/* half the writers share one key, half write their own */
+		snprintf(name, sizeof name, "%s", a->id % 2 ? "shared" : "own");
+		if (a->id % 2 == 0)
+			snprintf(name, sizeof name, "own-%d", a->id);
+		uint64_t rv = (uint64_t)i * WRITERS + (uint64_t)a->id;
+		struct store_key_info info = {"kubelet", "", "v1", "pods", "c", name};
+		struct store_key k;
+		if (store_key_build(a->s, &info, &k) != STORE_OK) {
+			a->errors++;
+			continue;
+		}
+		char *j = obj_json(name, "c", rv, NULL, NULL);
+		enum store_err e = store_update(a->s, &k, j, strlen(j), rv, NULL);
+		if (e == STORE_NOT_FOUND) {
+			e = store_create(a->s, &k, j, strlen(j));
+			if (e == STORE_EXISTS)
+				e = store_update(a->s, &k, j, strlen(j), rv, NULL);
+		}
+		if (e != STORE_OK && e != STORE_CONFLICT)
+			a->errors++;
+		free(j);
+		store_key_free(&k);
+	}
+	return NULL;
+}
+
+static void test_concurrent_writers(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	pthread_t t[WRITERS];
+	struct writer_arg a[WRITERS];
+	for (int i = 0; i < WRITERS; i++) {
+		a[i] = (struct writer_arg){s, i, 0};
+		pthread_create(&t[i], NULL, writer, &a[i]);
+	}
+	for (int i = 0; i < WRITERS; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(a[i].errors, 0);
+	}
+	/* the shared key ends at the highest rv any writer offered */
+	uint64_t max = 0;
+	for (int i = 1; i < WRITERS; i += 2)
+		if ((uint64_t)WRITES * WRITERS + (uint64_t)i > max)
+			max = (uint64_t)WRITES * WRITERS + (uint64_t)i;
+	assert_int_equal(stored_rv(s, "kubelet", "c", "shared"), max);
+	for (int i = 0; i < WRITERS; i += 2) {
+		char name[32];
+		snprintf(name, sizeof name, "own-%d", i);
+		assert_int_equal(stored_rv(s, "kubelet", "c", name),
+				 (uint64_t)WRITES * WRITERS + (uint64_t)i);
+	}
+}
+
+static void test_survives_reopen(void **state)
+{
+	struct fixture *f = *state;
+	put(f->s, "kubelet", "a", "p1", 3, NULL);
+	struct store_view v = view_of("kubelet", "", "", "spec.nodeName=n1");
+	assert_int_equal(store_replace_view(f->s, &v, 9, NULL, 0), STORE_OK);
+	const char *ver = "{\"major\":\"1\"}";
+	assert_int_equal(store_save_cluster_info(f->s, "/version", ver, strlen(ver)), STORE_OK);
+	f->s = B->reopen(B->ctx, f->s);
+	assert_non_null(f->s);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 3);
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 9);
+	store_view_state_free(&st);
+	struct buf b = BUF_INIT;
+	assert_int_equal(store_get_cluster_info(f->s, "/version", &b), STORE_OK);
+	buf_free(&b);
+}
+
+int store_contract_run(struct contract_backend *b)
+{
+	B = b;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_key_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_get, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_update_rv_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_listed_vs_never, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_replace_puts_and_removes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_replace_never_regresses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_replace_keeps_newer_than_list, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_view_replace_keeps_other_views, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_namespaced_leaves_others, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_bookmark_rv, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_selector_canonical, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_views, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_view_refuses_bad_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_delete_component, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
+	};
+	return cmocka_run_group_tests_name(b->name, tests, NULL, NULL);
+}

@@ -1,0 +1,26 @@
+/*
+ * store_contract.h - the store contract suite (DESIGN.md §4.2), written once
+ * and run unchanged against every backend.  A backend runner supplies how to
+ * get a fresh, empty store and how to reopen it (to check that what was
+ * stored survives a restart).
+ */
+#ifndef YURTHUB_TESTS_STORE_CONTRACT_H
+#define YURTHUB_TESTS_STORE_CONTRACT_H
+
+#include "storage/store.h"
+
+struct contract_backend {
+	const char *name;
+	/* A fresh, empty store for one test. */
+	struct store *(*open_fresh)(void *ctx);
+	/* Close s and open the same store again. */
+	struct store *(*reopen)(void *ctx, struct store *s);
+	/* Close and throw away. */
+	void (*destroy)(void *ctx, struct store *s);
+	void *ctx;
+};
+
+/* Runs every contract test; returns the number of failures (cmocka). */
+int store_contract_run(struct contract_backend *b);
+
+#endif
