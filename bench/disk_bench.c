@@ -30,9 +30,9 @@
 #include "util/buf.h"
 #include "util/fsutil.h"
 
-#define PODS       10000
+#define PODS	   10000
 #define NAMESPACES 50
-#define ROUNDS     3
+#define ROUNDS	   3
 
 static struct store_item items[PODS];
 static char *data[PODS];
@@ -49,21 +49,23 @@ static double now(void)
 static char *pod(int i, unsigned rv)
 {
 	struct buf b = BUF_INIT;
-	buf_printf(&b,
-		   "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
-		   "\"%s\",\"uid\":\"6f1c9d52-%08x-4b7e-9a4c-1e2f3a4b5c6d\",\"resourceVersion\":\"%u\","
-		   "\"creationTimestamp\":\"2026-11-01T10:00:00Z\",\"labels\":{\"app\":\"svc-%d\","
-		   "\"pod-template-hash\":\"7d9c8b6f5d\"},\"ownerReferences\":[{\"apiVersion\":"
-		   "\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"svc-%d-7d9c8b6f5d\",\"uid\":"
-		   "\"0a1b2c3d-1111-2222-3333-444455556666\",\"controller\":true}]},\"spec\":{"
-		   "\"nodeName\":\"node-%d\",\"containers\":[{\"name\":\"app\",\"image\":"
-		   "\"registry.example.com/team/app:1.4.2\",\"resources\":{\"requests\":{\"cpu\":"
-		   "\"100m\",\"memory\":\"128Mi\"}},\"env\":[",
-		   names[i], nss[i % NAMESPACES], (unsigned)i, rv, i % 300, i % 300, i % 40);
+	buf_printf(
+	    &b,
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\",\"namespace\":"
+	    "\"%s\",\"uid\":\"6f1c9d52-%08x-4b7e-9a4c-1e2f3a4b5c6d\",\"resourceVersion\":\"%u\","
+	    "\"creationTimestamp\":\"2026-11-01T10:00:00Z\",\"labels\":{\"app\":\"svc-%d\","
+	    "\"pod-template-hash\":\"7d9c8b6f5d\"},\"ownerReferences\":[{\"apiVersion\":"
+	    "\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"svc-%d-7d9c8b6f5d\",\"uid\":"
+	    "\"0a1b2c3d-1111-2222-3333-444455556666\",\"controller\":true}]},\"spec\":{"
+	    "\"nodeName\":\"node-%d\",\"containers\":[{\"name\":\"app\",\"image\":"
+	    "\"registry.example.com/team/app:1.4.2\",\"resources\":{\"requests\":{\"cpu\":"
+	    "\"100m\",\"memory\":\"128Mi\"}},\"env\":[",
+	    names[i], nss[i % NAMESPACES], (unsigned)i, rv, i % 300, i % 300, i % 40);
 	size_t target = 2048 + (size_t)(i * 7919 % 1024); /* 2-3 KB */
 	for (int e = 0; b.len + 110 < target; e++)
-		buf_printf(&b, "%s{\"name\":\"SETTING_%d\",\"value\":\"value-%d-abcdefghijklmnopqrstu\"}",
-			   e ? "," : "", e, e);
+		buf_printf(
+		    &b, "%s{\"name\":\"SETTING_%d\",\"value\":\"value-%d-abcdefghijklmnopqrstu\"}",
+		    e ? "," : "", e, e);
 	buf_printf(&b, "]}]},\"status\":{\"phase\":\"Running\",\"podIP\":\"10.%d.%d.%d\"}}",
 		   i / 65536 % 256, i / 256 % 256, i % 256);
 	return buf_steal(&b);
@@ -195,7 +197,10 @@ int main(int argc, char **argv)
 	const char *tmp = getenv("TMPDIR");
 	char base[4096];
 	snprintf(base, sizeof base, "%s/yurthub-disk-bench-%d",
-		 argc > 1 ? argv[1] : tmp && *tmp ? tmp : "/var/tmp", (int)getpid());
+		 argc > 1      ? argv[1]
+		 : tmp && *tmp ? tmp
+			       : "/var/tmp",
+		 (int)getpid());
 	if (mkdir(base, 0700) < 0) {
 		perror(base);
 		return 1;

@@ -31,66 +31,93 @@ struct flag {
 #define OFF(field) offsetof(struct config, field)
 
 static const struct flag flags[] = {
-	{"server-addr", F_LIST, OFF(server_addr), "", "API server URLs of the cloud, comma-separated (http:// or https://). Required."},
-	{"node-name", F_STR, OFF(node_name), "", "Name of this node. Required."},
-	{"lb-mode", F_STR, OFF(lb_mode_name), "rr", "How to spread requests over healthy servers: rr (round robin) or priority (first healthy in --server-addr order)."},
-	{"bind-address", F_STR, OFF(bind_address), "127.0.0.1", "Address of the hub's own endpoints (/v1/healthz, /v1/readyz, /metrics)."},
-	{"serve-port", F_INT, OFF(serve_port), "10267", "Port of the hub's own endpoints."},
-	{"bind-proxy-address", F_STR, OFF(bind_proxy_address), "127.0.0.1", "Address the proxy listens on. Plain HTTP is meant for loopback; binding elsewhere is logged as a warning."},
-	{"proxy-port", F_INT, OFF(proxy_port), "10261", "Plain HTTP proxy port."},
-	{"proxy-secure-port", F_INT, OFF(proxy_secure_port), "10268", "HTTPS proxy port; clients must present a certificate signed by --client-ca-file. 0 turns it off."},
-	{"client-ca-file", F_STR, OFF(client_ca_file), "", "CA bundle that signs the certificates of clients of the secure port."},
-	{"tls-cert-file", F_STR, OFF(tls_cert_file), "", "Server certificate of the secure port (PEM)."},
-	{"tls-private-key-file", F_STR, OFF(tls_private_key_file), "", "Private key of --tls-cert-file (PEM)."},
-	{"disk-cache-path", F_STR, OFF(disk_cache_path), "/etc/kubernetes/cache/", "Cache directory of the disk store (YurtHub's layout)."},
-	{"storage", F_STR, OFF(storage_name), "disk", "Storage backend: disk, or etcd (a pool's shared etcd, see --etcd-servers)."},
-	{"etcd-servers", F_LIST, OFF(etcd_servers), "", "etcd client URLs, comma-separated (with --storage=etcd)."},
-	{"etcd-prefix", F_STR, OFF(etcd_prefix), "/registry", "Key prefix in etcd, as kube-apiserver's --etcd-prefix."},
-	{"etcd-cafile", F_STR, OFF(etcd_cafile), "", "CA bundle of the etcd servers."},
-	{"etcd-certfile", F_STR, OFF(etcd_certfile), "", "Client certificate for etcd."},
-	{"etcd-keyfile", F_STR, OFF(etcd_keyfile), "", "Client key for etcd."},
-	{"kubeconfig", F_STR, OFF(kubeconfig), "", "kubeconfig with the hub's identity towards the cloud (client certificate and key, CA, or token)."},
-	{"client-cert-file", F_STR, OFF(client_cert_file), "", "Client certificate towards the cloud (instead of --kubeconfig)."},
-	{"client-key-file", F_STR, OFF(client_key_file), "", "Client key towards the cloud."},
-	{"ca-file", F_STR, OFF(ca_file), "", "CA bundle of the cloud's API servers."},
-	{"token-file", F_STR, OFF(token_file), "", "Bearer token towards the cloud."},
-	{"cache-agents", F_LIST, OFF(cache_agents), "", "Components to cache besides kubelet, kube-proxy, flanneld, coredns, raven-agent-ds, yurttunnel-agent and yurthub; * caches every component."},
-	{"heartbeat-interval-seconds", F_INT, OFF(heartbeat_interval_seconds), "10", "Seconds between health probes of each server."},
-	{"heartbeat-timeout-seconds", F_INT, OFF(heartbeat_timeout_seconds), "2", "Timeout of one health probe."},
-	{"heartbeat-failed-retry", F_INT, OFF(heartbeat_failed_retry), "3", "Failed probes after which a server is unhealthy."},
-	{"heartbeat-healthy-threshold", F_INT, OFF(heartbeat_healthy_threshold), "2", "Successful probes after which a server is healthy again."},
-	{"min-request-timeout", F_DURATION, OFF(min_request_timeout), "1800s", "Offline watches without timeoutSeconds last a random time between this and twice this."},
-	{"max-requests-in-flight", F_INT, OFF(max_requests_in_flight), "250", "Requests served at once (watches excluded); more wait for a slot."},
-	{"v", F_INT, OFF(verbosity), "0", "Log verbosity: 0 errors and warnings, 1 events, 4 debug."},
-	{"log-format", F_STR, OFF(log_format), "text", "Log format: text or json (one JSON object per line)."},
-	{"help", F_BOOL, OFF(help), "false", "Print this help and exit."},
-	{"version", F_BOOL, OFF(version), "false", "Print the version and exit."},
-	/* YurtHub flags without a meaning here: accepted so that its manifests work. */
-	{"nodepool-name", F_IGNORED, 0, "", NULL},
-	{"bootstrap-file", F_IGNORED, 0, "", NULL},
-	{"join-token", F_IGNORED, 0, "", NULL},
-	{"bootstrap-mode", F_IGNORED, 0, "", NULL},
-	{"discovery-token-ca-cert-hash", F_IGNORED, 0, "", NULL},
-	{"discovery-token-unsafe-skip-ca-verification", F_IGNORED_BOOL, 0, "", NULL},
-	{"working-mode", F_IGNORED, 0, "", NULL},
-	{"root-dir", F_IGNORED, 0, "", NULL},
-	{"namespace", F_IGNORED, 0, "", NULL},
-	{"kubelet-health-grace-period", F_IGNORED, 0, "", NULL},
-	{"gc-frequency", F_IGNORED, 0, "", NULL},
-	{"enable-dummy-if", F_IGNORED_BOOL, 0, "", NULL},
-	{"dummy-if-ip", F_IGNORED, 0, "", NULL},
-	{"dummy-if-name", F_IGNORED, 0, "", NULL},
-	{"enable-iptables", F_IGNORED_BOOL, 0, "", NULL},
-	{"enable-resource-filter", F_IGNORED_BOOL, 0, "", NULL},
-	{"disabled-resource-filters", F_IGNORED, 0, "", NULL},
-	{"hub-cert-organizations", F_IGNORED, 0, "", NULL},
-	{"enable-node-pool", F_IGNORED_BOOL, 0, "", NULL},
-	{"enable-pool-service-topology", F_IGNORED_BOOL, 0, "", NULL},
-	{"profiling", F_IGNORED_BOOL, 0, "", NULL},
-	{"multiplexer-port", F_IGNORED, 0, "", NULL},
-	{"node-ip", F_IGNORED, 0, "", NULL},
-	{"host-control-plane-address", F_IGNORED, 0, "", NULL},
-	{"pool-scope-resources", F_IGNORED, 0, "", NULL},
+    {"server-addr", F_LIST, OFF(server_addr), "",
+     "API server URLs of the cloud, comma-separated (http:// or https://). Required."},
+    {"node-name", F_STR, OFF(node_name), "", "Name of this node. Required."},
+    {"lb-mode", F_STR, OFF(lb_mode_name), "rr",
+     "How to spread requests over healthy servers: rr (round robin) or priority (first healthy in "
+     "--server-addr order)."},
+    {"bind-address", F_STR, OFF(bind_address), "127.0.0.1",
+     "Address of the hub's own endpoints (/v1/healthz, /v1/readyz, /metrics)."},
+    {"serve-port", F_INT, OFF(serve_port), "10267", "Port of the hub's own endpoints."},
+    {"bind-proxy-address", F_STR, OFF(bind_proxy_address), "127.0.0.1",
+     "Address the proxy listens on. Plain HTTP is meant for loopback; binding elsewhere is logged "
+     "as a warning."},
+    {"proxy-port", F_INT, OFF(proxy_port), "10261", "Plain HTTP proxy port."},
+    {"proxy-secure-port", F_INT, OFF(proxy_secure_port), "10268",
+     "HTTPS proxy port; clients must present a certificate signed by --client-ca-file. 0 turns it "
+     "off."},
+    {"client-ca-file", F_STR, OFF(client_ca_file), "",
+     "CA bundle that signs the certificates of clients of the secure port."},
+    {"tls-cert-file", F_STR, OFF(tls_cert_file), "",
+     "Server certificate of the secure port (PEM)."},
+    {"tls-private-key-file", F_STR, OFF(tls_private_key_file), "",
+     "Private key of --tls-cert-file (PEM)."},
+    {"disk-cache-path", F_STR, OFF(disk_cache_path), "/etc/kubernetes/cache/",
+     "Cache directory of the disk store (YurtHub's layout)."},
+    {"storage", F_STR, OFF(storage_name), "disk",
+     "Storage backend: disk, or etcd (a pool's shared etcd, see --etcd-servers)."},
+    {"etcd-servers", F_LIST, OFF(etcd_servers), "",
+     "etcd client URLs, comma-separated (with --storage=etcd)."},
+    {"etcd-prefix", F_STR, OFF(etcd_prefix), "/registry",
+     "Key prefix in etcd, as kube-apiserver's --etcd-prefix."},
+    {"etcd-cafile", F_STR, OFF(etcd_cafile), "", "CA bundle of the etcd servers."},
+    {"etcd-certfile", F_STR, OFF(etcd_certfile), "", "Client certificate for etcd."},
+    {"etcd-keyfile", F_STR, OFF(etcd_keyfile), "", "Client key for etcd."},
+    {"kubeconfig", F_STR, OFF(kubeconfig), "",
+     "kubeconfig with the hub's identity towards the cloud (client certificate and key, CA, or "
+     "token)."},
+    {"client-cert-file", F_STR, OFF(client_cert_file), "",
+     "Client certificate towards the cloud (instead of --kubeconfig)."},
+    {"client-key-file", F_STR, OFF(client_key_file), "", "Client key towards the cloud."},
+    {"ca-file", F_STR, OFF(ca_file), "", "CA bundle of the cloud's API servers."},
+    {"token-file", F_STR, OFF(token_file), "", "Bearer token towards the cloud."},
+    {"cache-agents", F_LIST, OFF(cache_agents), "",
+     "Components to cache besides kubelet, kube-proxy, flanneld, coredns, raven-agent-ds, "
+     "yurttunnel-agent and yurthub; * caches every component."},
+    {"heartbeat-interval-seconds", F_INT, OFF(heartbeat_interval_seconds), "10",
+     "Seconds between health probes of each server."},
+    {"heartbeat-timeout-seconds", F_INT, OFF(heartbeat_timeout_seconds), "2",
+     "Timeout of one health probe."},
+    {"heartbeat-failed-retry", F_INT, OFF(heartbeat_failed_retry), "3",
+     "Failed probes after which a server is unhealthy."},
+    {"heartbeat-healthy-threshold", F_INT, OFF(heartbeat_healthy_threshold), "2",
+     "Successful probes after which a server is healthy again."},
+    {"min-request-timeout", F_DURATION, OFF(min_request_timeout), "1800s",
+     "Offline watches without timeoutSeconds last a random time between this and twice this."},
+    {"max-requests-in-flight", F_INT, OFF(max_requests_in_flight), "250",
+     "Requests served at once (watches excluded); more wait for a slot."},
+    {"v", F_INT, OFF(verbosity), "0", "Log verbosity: 0 errors and warnings, 1 events, 4 debug."},
+    {"log-format", F_STR, OFF(log_format), "text",
+     "Log format: text or json (one JSON object per line)."},
+    {"help", F_BOOL, OFF(help), "false", "Print this help and exit."},
+    {"version", F_BOOL, OFF(version), "false", "Print the version and exit."},
+    /* YurtHub flags without a meaning here: accepted so that its manifests work. */
+    {"nodepool-name", F_IGNORED, 0, "", NULL},
+    {"bootstrap-file", F_IGNORED, 0, "", NULL},
+    {"join-token", F_IGNORED, 0, "", NULL},
+    {"bootstrap-mode", F_IGNORED, 0, "", NULL},
+    {"discovery-token-ca-cert-hash", F_IGNORED, 0, "", NULL},
+    {"discovery-token-unsafe-skip-ca-verification", F_IGNORED_BOOL, 0, "", NULL},
+    {"working-mode", F_IGNORED, 0, "", NULL},
+    {"root-dir", F_IGNORED, 0, "", NULL},
+    {"namespace", F_IGNORED, 0, "", NULL},
+    {"kubelet-health-grace-period", F_IGNORED, 0, "", NULL},
+    {"gc-frequency", F_IGNORED, 0, "", NULL},
+    {"enable-dummy-if", F_IGNORED_BOOL, 0, "", NULL},
+    {"dummy-if-ip", F_IGNORED, 0, "", NULL},
+    {"dummy-if-name", F_IGNORED, 0, "", NULL},
+    {"enable-iptables", F_IGNORED_BOOL, 0, "", NULL},
+    {"enable-resource-filter", F_IGNORED_BOOL, 0, "", NULL},
+    {"disabled-resource-filters", F_IGNORED, 0, "", NULL},
+    {"hub-cert-organizations", F_IGNORED, 0, "", NULL},
+    {"enable-node-pool", F_IGNORED_BOOL, 0, "", NULL},
+    {"enable-pool-service-topology", F_IGNORED_BOOL, 0, "", NULL},
+    {"profiling", F_IGNORED_BOOL, 0, "", NULL},
+    {"multiplexer-port", F_IGNORED, 0, "", NULL},
+    {"node-ip", F_IGNORED, 0, "", NULL},
+    {"host-control-plane-address", F_IGNORED, 0, "", NULL},
+    {"pool-scope-resources", F_IGNORED, 0, "", NULL},
 };
 
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -163,10 +190,17 @@ long config_parse_duration(const char *s)
 			return -1;
 		long mult;
 		switch (*end) {
-		case 'h': mult = 3600; break;
-		case 'm': mult = 60; break;
-		case 's': mult = 1; break;
-		default: return -1;
+		case 'h':
+			mult = 3600;
+			break;
+		case 'm':
+			mult = 60;
+			break;
+		case 's':
+			mult = 1;
+			break;
+		default:
+			return -1;
 		}
 		if (v > (LONG_MAX - total) / mult)
 			return -1;
@@ -271,9 +305,11 @@ static int set_flag(struct config *c, const struct flag *f, const char *v, char 
 		char *end;
 		errno = 0;
 		long n = strtol(v, &end, 10);
-		bool starts_ok = (*v >= '0' && *v <= '9') || (*v == '-' && v[1] >= '0' && v[1] <= '9');
+		bool starts_ok =
+		    (*v >= '0' && *v <= '9') || (*v == '-' && v[1] >= '0' && v[1] <= '9');
 		if (!starts_ok || *end || errno || n < INT_MIN || n > INT_MAX) {
-			*err = msg("invalid value \"%s\" for flag --%s: not an integer", v, f->name);
+			*err =
+			    msg("invalid value \"%s\" for flag --%s: not an integer", v, f->name);
 			return -1;
 		}
 		*(int *)dst = (int)n;
@@ -282,8 +318,9 @@ static int set_flag(struct config *c, const struct flag *f, const char *v, char 
 	case F_DURATION: {
 		long n = config_parse_duration(v);
 		if (n < 0 || n > INT_MAX) {
-			*err = msg("invalid value \"%s\" for flag --%s: not a duration (e.g. 1800s, 30m)",
-				   v, f->name);
+			*err = msg(
+			    "invalid value \"%s\" for flag --%s: not a duration (e.g. 1800s, 30m)",
+			    v, f->name);
 			return -1;
 		}
 		*(int *)dst = (int)n;
@@ -353,7 +390,9 @@ static bool port_ok(int p)
 
 static bool url_ok(const char *u)
 {
-	const char *rest = !strncmp(u, "http://", 7) ? u + 7 : !strncmp(u, "https://", 8) ? u + 8 : NULL;
+	const char *rest = !strncmp(u, "http://", 7)	? u + 7
+			   : !strncmp(u, "https://", 8) ? u + 8
+							: NULL;
 	return rest && *rest && *rest != '/';
 }
 
@@ -447,11 +486,16 @@ int config_validate(struct config *c, char **err)
 		       -1;
 	const struct {
 		const char *name, *path;
-	} files[] = {{"kubeconfig", c->kubeconfig},	    {"client-cert-file", c->client_cert_file},
-		     {"client-key-file", c->client_key_file}, {"ca-file", c->ca_file},
-		     {"token-file", c->token_file},	    {"client-ca-file", c->client_ca_file},
-		     {"tls-cert-file", c->tls_cert_file},   {"tls-private-key-file", c->tls_private_key_file},
-		     {"etcd-cafile", c->etcd_cafile},	    {"etcd-certfile", c->etcd_certfile},
+	} files[] = {{"kubeconfig", c->kubeconfig},
+		     {"client-cert-file", c->client_cert_file},
+		     {"client-key-file", c->client_key_file},
+		     {"ca-file", c->ca_file},
+		     {"token-file", c->token_file},
+		     {"client-ca-file", c->client_ca_file},
+		     {"tls-cert-file", c->tls_cert_file},
+		     {"tls-private-key-file", c->tls_private_key_file},
+		     {"etcd-cafile", c->etcd_cafile},
+		     {"etcd-certfile", c->etcd_certfile},
 		     {"etcd-keyfile", c->etcd_keyfile}};
 	for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
 		if (check_readable(files[i].name, files[i].path, err) < 0)
@@ -460,7 +504,8 @@ int config_validate(struct config *c, char **err)
 		return *err = strdup("flags --client-cert-file and --client-key-file go together"),
 		       -1;
 	if (!*c->tls_cert_file != !*c->tls_private_key_file)
-		return *err = strdup("flags --tls-cert-file and --tls-private-key-file go together"),
+		return *err =
+			   strdup("flags --tls-cert-file and --tls-private-key-file go together"),
 		       -1;
 	return 0;
 }
@@ -468,21 +513,28 @@ int config_validate(struct config *c, char **err)
 static const char *type_word(enum flag_type t)
 {
 	switch (t) {
-	case F_STR: return "string";
-	case F_INT: return "int";
-	case F_LIST: return "strings";
-	case F_DURATION: return "duration";
-	default: return "";
+	case F_STR:
+		return "string";
+	case F_INT:
+		return "int";
+	case F_LIST:
+		return "strings";
+	case F_DURATION:
+		return "duration";
+	default:
+		return "";
 	}
 }
 
 void config_print_help(FILE *out)
 {
-	fprintf(out, "Usage: yurthub --server-addr=URL[,URL...] --node-name=NAME [flags]\n"
-		     "       yurthub cache ls|get|verify|recover DIR ...   (see yurthub cache --help)\n\n"
-		     "A node-local Kubernetes API proxy and cache that keeps the node's components\n"
-		     "working while the cloud is unreachable. Drop-in for OpenYurt's YurtHub.\n\n"
-		     "Flags:\n");
+	fprintf(
+	    out,
+	    "Usage: yurthub --server-addr=URL[,URL...] --node-name=NAME [flags]\n"
+	    "       yurthub cache ls|get|verify|recover DIR ...   (see yurthub cache --help)\n\n"
+	    "A node-local Kubernetes API proxy and cache that keeps the node's components\n"
+	    "working while the cloud is unreachable. Drop-in for OpenYurt's YurtHub.\n\n"
+	    "Flags:\n");
 	for (size_t i = 0; i < NFLAGS; i++) {
 		const struct flag *f = &flags[i];
 		if (!f->help)

@@ -13,11 +13,11 @@
 #include <stdint.h>
 
 struct kube_meta {
-	char *kind, *api_version;           /* NULL when absent */
-	char *name, *namespace, *uid;       /* NULL when absent */
-	char *resource_version;             /* NULL when absent */
-	uint64_t rv;                        /* parsed resource_version, 0 if absent/unparsable */
-	int has_metadata;                   /* a "metadata" object was present */
+	char *kind, *api_version;     /* NULL when absent */
+	char *name, *namespace, *uid; /* NULL when absent */
+	char *resource_version;	      /* NULL when absent */
+	uint64_t rv;		      /* parsed resource_version, 0 if absent/unparsable */
+	int has_metadata;	      /* a "metadata" object was present */
 };
 
 /* 0 on success; -1 when the bytes are not exactly one JSON object (then *m is

@@ -263,7 +263,8 @@ static enum store_err check_content(const struct store_key *key, const char *dat
 		e = STORE_INVALID_CONTENT;
 	else if (m.name && strcmp(m.name, key->name))
 		e = STORE_INVALID_CONTENT;
-	else if (m.namespace && *m.namespace && *key->namespace && strcmp(m.namespace, key->namespace))
+	else if (m.namespace && *m.namespace && *key->namespace &&
+		 strcmp(m.namespace, key->namespace))
 		e = STORE_INVALID_CONTENT;
 	kube_meta_free(&m);
 	return e;
@@ -624,8 +625,8 @@ struct list_walk {
 static int visit_object(void *ctx, const char *ns, const char *name, const char *path)
 {
 	struct list_walk *w = ctx;
-	struct store_key_info info = {w->root->component, w->root->group, w->root->version,
-				      w->root->resource, ns,			name};
+	struct store_key_info info = {
+	    w->root->component, w->root->group, w->root->version, w->root->resource, ns, name};
 	struct store_key k;
 	if (key_build_disk(w->d->layout, &info, &k) != STORE_OK)
 		return 0; /* a name we would not have written: not an object of ours */
@@ -655,7 +656,8 @@ static enum store_err walk_locked(struct list_walk *w, const char *resdir)
 	} else if (rc == 0) {
 		rc = -ENOTDIR;
 	} else if (rc == 1) {
-		rc = walk_collection(d->base_fd, w->root->path, w->root->namespace, visit_object, w);
+		rc =
+		    walk_collection(d->base_fd, w->root->path, w->root->namespace, visit_object, w);
 	}
 	pthread_rwlock_unlock(rl);
 	pthread_rwlock_unlock(&d->global);
@@ -719,8 +721,8 @@ static enum store_err view_identity(struct disk_store *d, const struct store_vie
 		return STORE_BAD_KEY;
 	if (view->namespace && *view->namespace && !key_segment_ok(view->namespace, KEY_NAME_MAX))
 		return STORE_BAD_KEY;
-	*resdir = key_resource_dir(d->layout, view->gvr.resource, view->gvr.version,
-				   view->gvr.group);
+	*resdir =
+	    key_resource_dir(d->layout, view->gvr.resource, view->gvr.version, view->gvr.group);
 	if (!*resdir)
 		return STORE_BAD_KEY;
 	char *err = NULL;
@@ -909,8 +911,7 @@ static enum store_err disk_save_cluster_info(struct store *s, const char *url_pa
 	return e;
 }
 
-static enum store_err disk_get_cluster_info(struct store *s, const char *url_path,
-					    struct buf *out)
+static enum store_err disk_get_cluster_info(struct store *s, const char *url_path, struct buf *out)
 {
 	struct disk_store *d = disk_of(s);
 	char *name = key_cluster_info_name(url_path);
@@ -959,22 +960,22 @@ static void disk_close(struct store *s)
 }
 
 static const struct store_ops disk_ops = {
-	.name = "disk",
-	.key_build = disk_key_build,
-	.create = disk_create,
-	.delete = disk_delete,
-	.get = disk_get,
-	.list = disk_list,
-	.update = disk_update,
-	.replace_view = disk_replace_view,
-	.get_view = disk_get_view,
-	.set_view_rv = disk_set_view_rv,
-	.list_views = disk_list_views,
-	.list_keys = disk_list_keys,
-	.delete_component = disk_delete_component,
-	.save_cluster_info = disk_save_cluster_info,
-	.get_cluster_info = disk_get_cluster_info,
-	.close = disk_close,
+    .name = "disk",
+    .key_build = disk_key_build,
+    .create = disk_create,
+    .delete = disk_delete,
+    .get = disk_get,
+    .list = disk_list,
+    .update = disk_update,
+    .replace_view = disk_replace_view,
+    .get_view = disk_get_view,
+    .set_view_rv = disk_set_view_rv,
+    .list_views = disk_list_views,
+    .list_keys = disk_list_keys,
+    .delete_component = disk_delete_component,
+    .save_cluster_info = disk_save_cluster_info,
+    .get_cluster_info = disk_get_cluster_info,
+    .close = disk_close,
 };
 
 /* YurtHub's rule, decided once at start: if any resource directory name has
@@ -1040,8 +1041,8 @@ static int open_private(struct disk_store *d, char **err)
 		d->lock_fd = openat(d->priv_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, FS_FILE_MODE);
 		if (d->lock_fd < 0 || flock(d->lock_fd, LOCK_EX | LOCK_NB) < 0) {
 			rc = -errno;
-			*err = errorf("cache directory %s is in use by another yurthub: %s", d->path,
-				      rc);
+			*err = errorf("cache directory %s is in use by another yurthub: %s",
+				      d->path, rc);
 			return rc;
 		}
 	}

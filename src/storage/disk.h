@@ -44,7 +44,7 @@ struct store *disk_store_open(const char *path, int flags, struct disk_recovery_
 
 /* Sync counts, for tests and metrics. */
 struct disk_stats {
-	unsigned long syncs;        /* all syncs issued, group commits included */
+	unsigned long syncs; /* all syncs issued, group commits included */
 	unsigned long replaces;
 	unsigned long commit_batches, commit_ops;
 };

@@ -19,11 +19,11 @@ enum commit_kind { COMMIT_RENAME, COMMIT_UNLINK };
 
 struct commit_op {
 	enum commit_kind kind;
-	int fd;              /* RENAME: the staged file, still open; closed by commit_run */
-	char staged[32];     /* RENAME: its name in the staging directory */
-	const char *dst;     /* path relative to the cache directory */
-	bool created_dirs;   /* parents of dst were just made: their parents need a sync */
-	int err;             /* result: 0 or -errno */
+	int fd;		   /* RENAME: the staged file, still open; closed by commit_run */
+	char staged[32];   /* RENAME: its name in the staging directory */
+	const char *dst;   /* path relative to the cache directory */
+	bool created_dirs; /* parents of dst were just made: their parents need a sync */
+	int err;	   /* result: 0 or -errno */
 	/* private to the queue */
 	bool done;
 	struct commit_op *next;

@@ -15,10 +15,10 @@
 #include "storage/key.h"
 #include "storage/view.h"
 
-#define DISK_PRIV_DIR   "_internal/yurthub-c"
+#define DISK_PRIV_DIR	"_internal/yurthub-c"
 #define DISK_OBJECT_MAX (64u << 20) /* largest object file read back */
-#define RES_STRIPES     64
-#define KEY_STRIPES     256
+#define RES_STRIPES	64
+#define KEY_STRIPES	256
 
 struct reap_item {
 	char name[48]; /* an entry of the staging directory to remove */

@@ -122,7 +122,7 @@ static int restore_backups_in(int dirfd, const char *path, int depth, unsigned *
 	int fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
-	struct names ns;
+	struct names ns = {0};
 	int rc = read_names(fd, ".", &ns);
 	bool changed = false;
 	for (size_t i = 0; rc == 0 && i < ns.n; i++) {
@@ -188,16 +188,15 @@ int disk_journal_apply(struct disk_store *d, const char *name, bool *forward)
 	const char *views = json_string_value(json_object_get(j, "views"));
 	/* A record that does not parse was never made durable, so the swap it
 	 * announces never happened: dropping it is rolling back. */
-	if (op && !strcmp(op, "replace") && tree && target && ino && component && resdir &&
-	    views && key_component_ok(component) && tree[0] == 'r' && !strchr(tree, '/') &&
+	if (op && !strcmp(op, "replace") && tree && target && ino && component && resdir && views &&
+	    key_component_ok(component) && tree[0] == 'r' && !strchr(tree, '/') &&
 	    relative_path_ok(target)) {
 		uint64_t want = 0;
 		struct stat st;
 		kube_rv_parse(ino, strlen(ino), &want);
 		char old[64];
 		snprintf(old, sizeof old, "%so", tree);
-		if (fs_stat_at(d->base_fd, target, &st) == 0 &&
-		    (uint64_t)st.st_ino == want) {
+		if (fs_stat_at(d->base_fd, target, &st) == 0 && (uint64_t)st.st_ino == want) {
 			struct view_set set;
 			rc = views_from_text(views, &set);
 			if (rc == 0) {
@@ -227,7 +226,7 @@ out:
 
 static int apply_journals(struct disk_store *d, struct disk_recovery_report *report)
 {
-	struct names ns;
+	struct names ns = {0};
 	int rc = read_names(d->journal_fd, ".", &ns);
 	if (rc < 0)
 		return rc;
@@ -251,7 +250,7 @@ static int apply_journals(struct disk_store *d, struct disk_recovery_report *rep
 
 static int clear_dir(int dirfd, unsigned *removed)
 {
-	struct names ns;
+	struct names ns = {0};
 	int rc = read_names(dirfd, ".", &ns);
 	for (size_t i = 0; rc == 0 && i < ns.n; i++) {
 		rc = fs_rm_rf_at(dirfd, ns.v[i]);
@@ -264,7 +263,7 @@ static int clear_dir(int dirfd, unsigned *removed)
 
 static int remove_atomic_temps(int dirfd)
 {
-	struct names ns;
+	struct names ns = {0};
 	int rc = read_names(dirfd, ".", &ns);
 	for (size_t i = 0; rc == 0 && i < ns.n; i++)
 		if (!strncmp(ns.v[i], ".tmp.", 5) && ns.types[i] == DT_REG)
@@ -276,7 +275,7 @@ static int remove_atomic_temps(int dirfd)
 static int sweep_temps(struct disk_store *d)
 {
 	int rc = remove_atomic_temps(d->base_fd);
-	struct names comps;
+	struct names comps = {0};
 	if (rc == 0)
 		rc = read_names(d->views_fd, ".", &comps);
 	if (rc < 0)
@@ -286,7 +285,8 @@ static int sweep_temps(struct disk_store *d)
 	for (size_t i = 0; rc == 0 && i < comps.n; i++) {
 		if (comps.types[i] != DT_DIR)
 			continue;
-		int fd = openat(d->views_fd, comps.v[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		int fd = openat(d->views_fd, comps.v[i],
+				O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0)
 			continue;
 		rc = remove_atomic_temps(fd);

@@ -49,15 +49,15 @@ struct replace {
 	const struct store_view *view;
 	struct view_rec rec;
 	char *resdir;
-	char *tpath;       /* T, relative to the cache directory */
-	bool spans_ns;     /* T holds namespace directories */
+	char *tpath;   /* T, relative to the cache directory */
+	bool spans_ns; /* T holds namespace directories */
 	uint64_t list_rv;
-	int t_fd, n_fd;    /* T (or -1 when absent), N */
-	char tree[64];     /* N's name in staging */
-	char journal[48];  /* the record's name in journal/ */
+	int t_fd, n_fd;		/* T (or -1 when absent), N */
+	char tree[64];		/* N's name in staging */
+	char journal[48];	/* the record's name in journal/ */
 	struct strmap existing; /* relative paths in T */
-	struct strmap n_dirs;   /* namespace directories made in N */
-	struct view_set views;  /* loaded, then updated with this view */
+	struct strmap n_dirs;	/* namespace directories made in N */
+	struct view_set views;	/* loaded, then updated with this view */
 	struct view_matcher self, *others;
 	size_t nothers;
 	struct buf scratch, rel;
@@ -69,7 +69,8 @@ struct replace {
 
 static int scan_dir_files(struct replace *r, int at_fd, const char *prefix)
 {
-	int fd = openat(at_fd, prefix ? prefix : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	int fd =
+	    openat(at_fd, prefix ? prefix : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return -errno;
 	DIR *dp = fdopendir(fd);
@@ -88,7 +89,9 @@ static int scan_dir_files(struct replace *r, int at_fd, const char *prefix)
 			struct stat st;
 			if (fstatat(dirfd(dp), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 				continue;
-			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_UNKNOWN;
+			type = S_ISDIR(st.st_mode)   ? DT_DIR
+			       : S_ISREG(st.st_mode) ? DT_REG
+						     : DT_UNKNOWN;
 		}
 		if (type == DT_DIR && !prefix && r->spans_ns) {
 			rc = scan_dir_files(r, dirfd(dp), name);
@@ -97,7 +100,8 @@ static int scan_dir_files(struct replace *r, int at_fd, const char *prefix)
 		if (type != DT_REG)
 			continue; /* left out of N: nothing of ours is anything else */
 		buf_reset(&r->rel);
-		if (prefix ? buf_printf(&r->rel, "%s/%s", prefix, name) : buf_append_str(&r->rel, name))
+		if (prefix ? buf_printf(&r->rel, "%s/%s", prefix, name)
+			   : buf_append_str(&r->rel, name))
 			rc = -ENOMEM;
 		else if (!strmap_put(&r->existing, r->rel.data, NULL))
 			rc = -ENOMEM;
@@ -112,8 +116,8 @@ static const char *item_rel(struct replace *r, const struct store_item *it)
 {
 	buf_reset(&r->rel);
 	int rc = r->spans_ns && it->namespace && *it->namespace
-			 ? buf_printf(&r->rel, "%s/%s", it->namespace, it->name)
-			 : buf_append_str(&r->rel, it->name);
+		     ? buf_printf(&r->rel, "%s/%s", it->namespace, it->name)
+		     : buf_append_str(&r->rel, it->name);
 	return rc < 0 ? NULL : r->rel.data;
 }
 
@@ -213,7 +217,8 @@ static int flush_writes(struct replace *r)
 	}
 	for (size_t t = 0; t < nthreads; t++)
 		if (t == 0 || !started[t])
-			write_range_main(&ranges[t]); /* this thread, or a thread that did not start */
+			write_range_main(
+			    &ranges[t]); /* this thread, or a thread that did not start */
 	int rc = 0;
 	for (size_t t = 0; t < nthreads; t++) {
 		if (started[t])
@@ -394,7 +399,8 @@ static int swap_in(struct replace *r)
 				goto out;
 			rc = fs_rename_at(d->staging_fd, r->tree, d->base_fd, r->tpath, 0);
 			if (rc < 0) {
-				fs_rename_at(d->staging_fd, old, d->base_fd, r->tpath, 0); /* put it back */
+				fs_rename_at(d->staging_fd, old, d->base_fd, r->tpath,
+					     0); /* put it back */
 				goto out;
 			}
 			/* The old tree is the garbage now, N no longer in staging. */
@@ -469,8 +475,7 @@ static int finish(struct replace *r)
 
 /* ---- the operation ---- */
 
-static enum store_err check_items(const struct replace *r, const struct store_item *items,
-				  size_t n)
+static enum store_err check_items(const struct replace *r, const struct store_item *items, size_t n)
 {
 	bool is_ns_resource = !strcmp(r->view->gvr.resource, "namespaces");
 	for (size_t i = 0; i < n; i++) {
@@ -576,8 +581,8 @@ static enum store_err prepare(struct replace *r, const struct store_view *view)
 		ns = "";
 	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
 		return STORE_BAD_KEY;
-	r->resdir = key_resource_dir(d->layout, view->gvr.resource, view->gvr.version,
-				     view->gvr.group);
+	r->resdir =
+	    key_resource_dir(d->layout, view->gvr.resource, view->gvr.version, view->gvr.group);
 	if (!r->resdir)
 		return STORE_BAD_KEY;
 	struct store_view v = *view;

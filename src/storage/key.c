@@ -32,7 +32,8 @@ static bool chars_in(const char *s, const char *extra)
 {
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool alnum =
+		    (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
 		if (!alnum && !strchr(extra, c))
 			return false;
 	}
@@ -143,8 +144,8 @@ static enum store_err key_fill_info(const struct store_key_info *info, struct st
 	out->resource = dup_or_empty(info->resource);
 	out->namespace = dup_or_empty(ns);
 	out->name = dup_or_empty(info->name);
-	if (!out->component || !out->group || !out->version || !out->resource ||
-	    !out->namespace || !out->name) {
+	if (!out->component || !out->group || !out->version || !out->resource || !out->namespace ||
+	    !out->name) {
 		store_key_free(out);
 		return STORE_NOMEM;
 	}

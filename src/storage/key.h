@@ -16,7 +16,7 @@
 
 #include "storage/store.h"
 
-#define KEY_NAME_MAX      253 /* longest object name or namespace accepted */
+#define KEY_NAME_MAX	  253 /* longest object name or namespace accepted */
 #define KEY_COMPONENT_MAX 128
 
 enum key_layout { KEY_LAYOUT_ENHANCED, KEY_LAYOUT_LEGACY };

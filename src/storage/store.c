@@ -12,17 +12,28 @@ static _Thread_local int last_errno;
 const char *store_strerror(enum store_err e)
 {
 	switch (e) {
-	case STORE_OK: return "ok";
-	case STORE_NOT_FOUND: return "not found";
-	case STORE_EXISTS: return "key exists";
-	case STORE_EMPTY_KEY: return "key is empty";
-	case STORE_EMPTY_CONTENT: return "key has no content";
-	case STORE_CONFLICT: return "update conflict: stored object is newer";
-	case STORE_INVALID_CONTENT: return "invalid content";
-	case STORE_BAD_KEY: return "unrecognised or unsafe key";
-	case STORE_IO: return "I/O error";
-	case STORE_UNAVAILABLE: return "storage backend unavailable";
-	case STORE_NOMEM: return "out of memory";
+	case STORE_OK:
+		return "ok";
+	case STORE_NOT_FOUND:
+		return "not found";
+	case STORE_EXISTS:
+		return "key exists";
+	case STORE_EMPTY_KEY:
+		return "key is empty";
+	case STORE_EMPTY_CONTENT:
+		return "key has no content";
+	case STORE_CONFLICT:
+		return "update conflict: stored object is newer";
+	case STORE_INVALID_CONTENT:
+		return "invalid content";
+	case STORE_BAD_KEY:
+		return "unrecognised or unsafe key";
+	case STORE_IO:
+		return "I/O error";
+	case STORE_UNAVAILABLE:
+		return "storage backend unavailable";
+	case STORE_NOMEM:
+		return "out of memory";
 	}
 	return "unknown store error";
 }
@@ -66,7 +77,7 @@ enum store_err store_create(struct store *s, const struct store_key *key, const 
 
 enum store_err store_delete(struct store *s, const struct store_key *key)
 {
-	return s->ops->delete(s, key);
+	return s->ops->delete (s, key);
 }
 
 enum store_err store_get(struct store *s, const struct store_key *key, struct buf *out)
@@ -86,8 +97,8 @@ enum store_err store_update(struct store *s, const struct store_key *key, const 
 	return s->ops->update(s, key, data, len, rv, stored);
 }
 
-enum store_err store_replace_view(struct store *s, const struct store_view *view,
-				  uint64_t list_rv, const struct store_item *items, size_t n)
+enum store_err store_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
+				  const struct store_item *items, size_t n)
 {
 	return s->ops->replace_view(s, view, list_rv, items, n);
 }
@@ -103,14 +114,14 @@ enum store_err store_set_view_rv(struct store *s, const struct store_view *view,
 	return s->ops->set_view_rv(s, view, rv);
 }
 
-enum store_err store_list_views(struct store *s, const char *component,
-				const struct store_gvr *gvr, store_view_fn fn, void *ctx)
+enum store_err store_list_views(struct store *s, const char *component, const struct store_gvr *gvr,
+				store_view_fn fn, void *ctx)
 {
 	return s->ops->list_views(s, component, gvr, fn, ctx);
 }
 
-enum store_err store_list_keys(struct store *s, const char *component,
-			       const struct store_gvr *gvr, store_key_fn fn, void *ctx)
+enum store_err store_list_keys(struct store *s, const char *component, const struct store_gvr *gvr,
+			       store_key_fn fn, void *ctx)
 {
 	return s->ops->list_keys(s, component, gvr, fn, ctx);
 }

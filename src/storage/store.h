@@ -32,13 +32,13 @@
 enum store_err {
 	STORE_OK = 0,
 	STORE_NOT_FOUND,       /* no such key, view or cluster info */
-	STORE_EXISTS,          /* create() of a key that is present */
+	STORE_EXISTS,	       /* create() of a key that is present */
 	STORE_EMPTY_KEY,       /* component or resource missing, or an object key without name */
 	STORE_EMPTY_CONTENT,   /* no bytes to store, or the key names a collection */
-	STORE_CONFLICT,        /* update() with an rv older than the stored one */
+	STORE_CONFLICT,	       /* update() with an rv older than the stored one */
 	STORE_INVALID_CONTENT, /* content not under the root, or not a JSON object */
-	STORE_BAD_KEY,         /* unrecognised key: unsafe name (.., /, NUL, too long) */
-	STORE_IO,              /* the system said no (errno kept in store_errno()) */
+	STORE_BAD_KEY,	       /* unrecognised key: unsafe name (.., /, NUL, too long) */
+	STORE_IO,	       /* the system said no (errno kept in store_errno()) */
 	STORE_UNAVAILABLE,     /* the backend cannot be reached (etcd down) */
 	STORE_NOMEM,
 };
@@ -77,7 +77,7 @@ struct store_gvr {
 struct store_view {
 	const char *component;
 	struct store_gvr gvr;
-	const char *namespace;      /* "" = all namespaces (or cluster-scoped) */
+	const char *namespace;	    /* "" = all namespaces (or cluster-scoped) */
 	const char *label_selector; /* "" = none */
 	const char *field_selector; /* "" = none */
 };
@@ -94,7 +94,7 @@ struct store_item {
 /* What the store knows of a view. */
 struct store_view_state {
 	char *namespace, *label_selector, *field_selector; /* canonical, owned */
-	uint64_t rv; /* the list's rv, raised by bookmarks */
+	uint64_t rv;					   /* the list's rv, raised by bookmarks */
 };
 
 void store_view_state_free(struct store_view_state *s);
@@ -152,15 +152,15 @@ enum store_err store_list(struct store *s, const struct store_key *root, store_o
 			  void *ctx);
 enum store_err store_update(struct store *s, const struct store_key *key, const char *data,
 			    size_t len, uint64_t rv, struct buf *stored);
-enum store_err store_replace_view(struct store *s, const struct store_view *view,
-				  uint64_t list_rv, const struct store_item *items, size_t n);
+enum store_err store_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
+				  const struct store_item *items, size_t n);
 enum store_err store_get_view(struct store *s, const struct store_view *view,
 			      struct store_view_state *out);
 enum store_err store_set_view_rv(struct store *s, const struct store_view *view, uint64_t rv);
-enum store_err store_list_views(struct store *s, const char *component,
-				const struct store_gvr *gvr, store_view_fn fn, void *ctx);
-enum store_err store_list_keys(struct store *s, const char *component,
-			       const struct store_gvr *gvr, store_key_fn fn, void *ctx);
+enum store_err store_list_views(struct store *s, const char *component, const struct store_gvr *gvr,
+				store_view_fn fn, void *ctx);
+enum store_err store_list_keys(struct store *s, const char *component, const struct store_gvr *gvr,
+			       store_key_fn fn, void *ctx);
 enum store_err store_delete_component(struct store *s, const char *component);
 enum store_err store_save_cluster_info(struct store *s, const char *url_path, const char *data,
 				       size_t len);

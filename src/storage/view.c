@@ -22,11 +22,11 @@ int view_canonical(const struct store_view *view, struct view_rec *out, char **e
 	out->namespace = strdup(view->namespace ? view->namespace : "");
 	if (!out->namespace)
 		goto fail;
-	if (selector_canonicalize(SELECTOR_LABEL, view->label_selector, &out->label_selector,
-				  err) < 0)
+	if (selector_canonicalize(SELECTOR_LABEL, view->label_selector, &out->label_selector, err) <
+	    0)
 		goto fail;
-	if (selector_canonicalize(SELECTOR_FIELD, view->field_selector, &out->field_selector,
-				  err) < 0)
+	if (selector_canonicalize(SELECTOR_FIELD, view->field_selector, &out->field_selector, err) <
+	    0)
 		goto fail;
 	return 0;
 fail:
@@ -82,7 +82,9 @@ int view_set_encode(const struct view_set *set, struct buf *out)
 		rc = rc ?: buf_append_json_str(out, r->label_selector, strlen(r->label_selector));
 		rc = rc ?: buf_append_str(out, ",\"fieldSelector\":");
 		rc = rc ?: buf_append_json_str(out, r->field_selector, strlen(r->field_selector));
-		rc = rc ?: buf_printf(out, ",\"resourceVersion\":\"%llu\"}", (unsigned long long)r->rv);
+		rc = rc
+			 ?: buf_printf(out, ",\"resourceVersion\":\"%llu\"}",
+				       (unsigned long long)r->rv);
 		if (rc < 0)
 			return -1;
 	}
@@ -158,8 +160,7 @@ void view_matcher_free(struct view_matcher *m)
 	m->labels = m->fields = NULL;
 }
 
-int view_matcher_covers(const struct view_matcher *m, const char *ns, const char *json,
-			size_t len)
+int view_matcher_covers(const struct view_matcher *m, const char *ns, const char *json, size_t len)
 {
 	if (*m->namespace && strcmp(m->namespace, ns ? ns : ""))
 		return 0;

@@ -54,7 +54,6 @@ void view_matcher_free(struct view_matcher *m);
 /* Does the view cover an object in namespace ns with this JSON?  1, 0, or -1
  * for malformed JSON.  A view of another namespace, or one without
  * selectors, answers without looking at the JSON. */
-int view_matcher_covers(const struct view_matcher *m, const char *ns, const char *json,
-			size_t len);
+int view_matcher_covers(const struct view_matcher *m, const char *ns, const char *json, size_t len);
 
 #endif

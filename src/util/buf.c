@@ -88,11 +88,21 @@ int buf_append_json_str(struct buf *b, const char *s, size_t len)
 		char esc[7] = {'\\', 0, 0, 0, 0, 0, 0};
 		size_t n = 2;
 		switch (c) {
-		case '"': esc[1] = '"'; break;
-		case '\\': esc[1] = '\\'; break;
-		case '\n': esc[1] = 'n'; break;
-		case '\r': esc[1] = 'r'; break;
-		case '\t': esc[1] = 't'; break;
+		case '"':
+			esc[1] = '"';
+			break;
+		case '\\':
+			esc[1] = '\\';
+			break;
+		case '\n':
+			esc[1] = 'n';
+			break;
+		case '\r':
+			esc[1] = 'r';
+			break;
+		case '\t':
+			esc[1] = 't';
+			break;
 		default:
 			esc[1] = 'u';
 			esc[2] = '0';

@@ -18,7 +18,10 @@ struct buf {
 	size_t cap;
 };
 
-#define BUF_INIT {NULL, 0, 0}
+#define BUF_INIT                                                                                   \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
 
 /* Make room for `extra` more bytes; returns 0, or -1 with errno=ENOMEM. */
 int buf_reserve(struct buf *b, size_t extra);
@@ -29,9 +32,9 @@ int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 /* Append s as a JSON string literal, quotes included. */
 int buf_append_json_str(struct buf *b, const char *s, size_t len);
-void buf_reset(struct buf *b);          /* len = 0, keeps memory */
-void buf_free(struct buf *b);           /* releases memory, back to BUF_INIT */
-char *buf_steal(struct buf *b);         /* caller owns the returned string */
+void buf_reset(struct buf *b);	/* len = 0, keeps memory */
+void buf_free(struct buf *b);	/* releases memory, back to BUF_INIT */
+char *buf_steal(struct buf *b); /* caller owns the returned string */
 /* A pointer that is never NULL: "" for an empty buffer. */
 const char *buf_cstr(const struct buf *b);
 

@@ -35,7 +35,8 @@ static int walk_segments(int dirfd, const char *path)
 				close(cur);
 				return -ENOMEM;
 			}
-			int next = openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int next =
+			    openat(cur, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			int err = errno;
 			free(name);
 			close(cur);
@@ -63,8 +64,8 @@ int fs_open_dir_at(int dirfd, const char *path)
 	}
 	if (!atomic_load(&no_openat2)) {
 		struct open_how how = {
-			.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-			.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+		    .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
+		    .resolve = RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
 		};
 		long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 		if (fd >= 0)
@@ -205,7 +206,8 @@ int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, int *created)
 				rc = -errno;
 			}
 			if (rc == 0) {
-				int next = openat(cur, name, O_RDONLY | O_DIRECTORY | nofollow | O_CLOEXEC);
+				int next = openat(cur, name,
+						  O_RDONLY | O_DIRECTORY | nofollow | O_CLOEXEC);
 				if (next < 0)
 					rc = errno == ELOOP ? -ENOTDIR : -errno;
 				else

@@ -30,10 +30,14 @@ void log_set_format(enum log_format f)
 static const char *level_name(char level)
 {
 	switch (level) {
-	case 'E': return "error";
-	case 'W': return "warning";
-	case 'D': return "debug";
-	default: return "info";
+	case 'E':
+		return "error";
+	case 'W':
+		return "warning";
+	case 'D':
+		return "debug";
+	default:
+		return "info";
 	}
 }
 

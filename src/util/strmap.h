@@ -20,7 +20,10 @@ struct strmap {
 	size_t cap, len;
 };
 
-#define STRMAP_INIT {NULL, 0, 0}
+#define STRMAP_INIT                                                                                \
+	{                                                                                          \
+		NULL, 0, 0                                                                         \
+	}
 
 /* Insert or overwrite.  Returns the entry, or NULL on ENOMEM. */
 struct strmap_entry *strmap_put(struct strmap *m, const char *key, void *value);

@@ -51,10 +51,11 @@ static char *obj_json(const char *name, const char *ns, uint64_t rv, const char 
 	char nsfield[300] = "";
 	if (ns && *ns)
 		snprintf(nsfield, sizeof nsfield, "\"namespace\":\"%s\",", ns);
-	int n = asprintf(&s,
-			 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",%s"
-			 "\"resourceVersion\":\"%llu\",\"labels\":{%s}},\"spec\":{\"nodeName\":\"%s\"}}",
-			 name, nsfield, (unsigned long long)rv, labels ? labels : "", node ? node : "");
+	int n = asprintf(
+	    &s,
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",%s"
+	    "\"resourceVersion\":\"%llu\",\"labels\":{%s}},\"spec\":{\"nodeName\":\"%s\"}}",
+	    name, nsfield, (unsigned long long)rv, labels ? labels : "", node ? node : "");
 	assert_true(n > 0);
 	return s;
 }
@@ -362,8 +363,8 @@ static void test_view_replace_keeps_other_views(void **state)
 	items_free(&it);
 	/* the app view relists and both of its objects are gone */
 	assert_int_equal(store_replace_view(s, &app, 30, NULL, 0), STORE_OK);
-	assert_int_equal(stored_rv(s, "kubelet", "ns", "both"), 10);     /* tier still covers it */
-	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-app"), 0);  /* nobody covers it */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "both"), 10);	  /* tier still covers it */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-app"), 0);	  /* nobody covers it */
 	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-tier"), 12); /* never the app view's */
 }
 
@@ -537,7 +538,7 @@ struct writer_arg {
 };
 
 #define WRITERS 8
-#define WRITES  40
+#define WRITES	40
 
 static void *writer(void *p)
 {
@@ -621,28 +622,28 @@ int store_contract_run(struct contract_backend *b)
 {
 	B = b;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_key_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_create_get, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_update_rv_rules, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_list_root, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_listed_vs_never, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_replace_puts_and_removes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_replace_never_regresses, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_replace_keeps_newer_than_list, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_view_replace_keeps_other_views, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_namespaced_leaves_others, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_bookmark_rv, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_selector_canonical, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_list_views, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_view_refuses_bad_names, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_delete_component, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_key_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_create_get, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_update_rv_rules, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_list_root, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_listed_vs_never, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_replace_puts_and_removes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_replace_never_regresses, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_replace_keeps_newer_than_list, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_view_replace_keeps_other_views, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_namespaced_leaves_others, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_bookmark_rv, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_selector_canonical, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_list_views, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_refuses_bad_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_delete_component, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
 	};
 	return cmocka_run_group_tests_name(b->name, tests, NULL, NULL);
 }

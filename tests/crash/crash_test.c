@@ -36,20 +36,21 @@
 #include "testutil.h"
 #include "util/buf.h"
 
-#define OBJECTS  2000
-#define SINGLES  20
-#define RV_BASE  1000
+#define OBJECTS 2000
+#define SINGLES 20
+#define RV_BASE 1000
 
 static const char *DIR_PATH;
 
 static char *snap_object(int i, long k)
 {
 	char *s = NULL;
-	if (asprintf(&s,
-		     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"obj-%d\","
-		     "\"namespace\":\"snap\",\"resourceVersion\":\"%ld\",\"labels\":{\"set\":\"snap\"}},"
-		     "\"data\":{\"snapshot\":\"%ld\",\"pad\":\"%0200d\"}}",
-		     i, RV_BASE + k, k, i) < 0)
+	if (asprintf(
+		&s,
+		"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"obj-%d\","
+		"\"namespace\":\"snap\",\"resourceVersion\":\"%ld\",\"labels\":{\"set\":\"snap\"}},"
+		"\"data\":{\"snapshot\":\"%ld\",\"pad\":\"%0200d\"}}",
+		i, RV_BASE + k, k, i) < 0)
 		abort();
 	return s;
 }
@@ -62,10 +63,11 @@ static bool in_snapshot(int i, long k)
 static char *single_object(int j, long v)
 {
 	char *s = NULL;
-	if (asprintf(&s,
-		     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"s-%d\","
-		     "\"namespace\":\"single\",\"resourceVersion\":\"%ld\"},\"data\":{\"v\":\"%ld\"}}",
-		     j, v, v) < 0)
+	if (asprintf(
+		&s,
+		"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"s-%d\","
+		"\"namespace\":\"single\",\"resourceVersion\":\"%ld\"},\"data\":{\"v\":\"%ld\"}}",
+		j, v, v) < 0)
 		abort();
 	return s;
 }
@@ -190,13 +192,13 @@ static void read_reports(int fd, struct history *h)
 
 static int failures, kills_in_replace;
 
-#define CHECK(cond, ...)                                                                      \
-	do {                                                                                  \
-		if (!(cond)) {                                                                \
-			fprintf(stderr, "crash check failed: " __VA_ARGS__);                  \
-			fputc('\n', stderr);                                                  \
-			return -1;                                                            \
-		}                                                                             \
+#define CHECK(cond, ...)                                                                           \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			fprintf(stderr, "crash check failed: " __VA_ARGS__);                       \
+			fputc('\n', stderr);                                                       \
+			return -1;                                                                 \
+		}                                                                                  \
 	} while (0)
 
 /* Does the snap namespace hold exactly snapshot k? */

@@ -97,24 +97,27 @@ int test_count_files(const char *dir)
 char *test_pod_json(const char *ns, const char *name, uint64_t rv, const char *node, size_t size)
 {
 	struct buf b = BUF_INIT;
-	buf_printf(&b,
-		   "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
-		   "\"namespace\":\"%s\",\"uid\":\"6f1c9d52-%08x-4b7e-9a4c-1e2f3a4b5c6d\","
-		   "\"resourceVersion\":\"%llu\",\"creationTimestamp\":\"2026-11-01T10:00:00Z\","
-		   "\"labels\":{\"app\":\"%s\",\"pod-template-hash\":\"7d9c8b6f5d\"},"
-		   "\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\","
-		   "\"name\":\"%s-7d9c8b6f5d\",\"uid\":\"0a1b2c3d-1111-2222-3333-444455556666\","
-		   "\"controller\":true,\"blockOwnerDeletion\":true}]},"
-		   "\"spec\":{\"nodeName\":\"%s\",\"restartPolicy\":\"Always\","
-		   "\"serviceAccountName\":\"default\",\"containers\":[{\"name\":\"app\","
-		   "\"image\":\"registry.example.com/team/app:1.4.2\",\"ports\":[{\"containerPort\":8080,"
-		   "\"protocol\":\"TCP\"}],\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":"
-		   "\"128Mi\"},\"limits\":{\"memory\":\"256Mi\"}},\"env\":[",
-		   name, ns, (unsigned)rv, (unsigned long long)rv, name, name, node ? node : "");
+	buf_printf(
+	    &b,
+	    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+	    "\"namespace\":\"%s\",\"uid\":\"6f1c9d52-%08x-4b7e-9a4c-1e2f3a4b5c6d\","
+	    "\"resourceVersion\":\"%llu\",\"creationTimestamp\":\"2026-11-01T10:00:00Z\","
+	    "\"labels\":{\"app\":\"%s\",\"pod-template-hash\":\"7d9c8b6f5d\"},"
+	    "\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\","
+	    "\"name\":\"%s-7d9c8b6f5d\",\"uid\":\"0a1b2c3d-1111-2222-3333-444455556666\","
+	    "\"controller\":true,\"blockOwnerDeletion\":true}]},"
+	    "\"spec\":{\"nodeName\":\"%s\",\"restartPolicy\":\"Always\","
+	    "\"serviceAccountName\":\"default\",\"containers\":[{\"name\":\"app\","
+	    "\"image\":\"registry.example.com/team/app:1.4.2\",\"ports\":[{\"containerPort\":8080,"
+	    "\"protocol\":\"TCP\"}],\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":"
+	    "\"128Mi\"},\"limits\":{\"memory\":\"256Mi\"}},\"env\":[",
+	    name, ns, (unsigned)rv, (unsigned long long)rv, name, name, node ? node : "");
 	int i = 0;
 	while (b.len + 120 < size)
-		buf_printf(&b, "%s{\"name\":\"SETTING_%d\",\"value\":\"value-%d-abcdefghijklmnop\"}",
-			   i ? "," : "", i, i), i++;
+		buf_printf(&b,
+			   "%s{\"name\":\"SETTING_%d\",\"value\":\"value-%d-abcdefghijklmnop\"}",
+			   i ? "," : "", i, i),
+		    i++;
 	buf_printf(&b, "]}]},\"status\":{\"phase\":\"Running\",\"podIP\":\"10.244.%u.%u\"}}",
 		   (unsigned)(rv / 250) % 250, (unsigned)rv % 250);
 	return buf_steal(&b);

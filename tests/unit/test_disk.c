@@ -64,10 +64,11 @@ static int teardown(void **state)
 static char *cm_json(const char *ns, const char *name, uint64_t rv, const char *val)
 {
 	char *s;
-	assert_true(asprintf(&s,
-			     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
-			     "\"namespace\":\"%s\",\"resourceVersion\":\"%llu\"},\"data\":{\"v\":\"%s\"}}",
-			     name, ns, (unsigned long long)rv, val) > 0);
+	assert_true(
+	    asprintf(&s,
+		     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+		     "\"namespace\":\"%s\",\"resourceVersion\":\"%llu\"},\"data\":{\"v\":\"%s\"}}",
+		     name, ns, (unsigned long long)rv, val) > 0);
 	return s;
 }
 
@@ -86,7 +87,8 @@ static void itemset_make(struct itemset *is, size_t n, const char *ns, uint64_t 
 	for (size_t i = 0; i < n; i++) {
 		assert_true(asprintf(&is->names[i], "cm-%05zu", i) > 0);
 		is->data[i] = cm_json(ns, is->names[i], rv, val);
-		is->v[i] = (struct store_item){ns, is->names[i], rv, is->data[i], strlen(is->data[i])};
+		is->v[i] =
+		    (struct store_item){ns, is->names[i], rv, is->data[i], strlen(is->data[i])};
 	}
 }
 
@@ -128,7 +130,8 @@ static void test_replace_costs_constant_syncs(void **state)
 		struct itemset is;
 		itemset_make(&is, sizes[k], "a", 10 + (uint64_t)k, "x");
 		unsigned long before = syncs_of(f->s);
-		assert_int_equal(store_replace_view(f->s, &v, 10 + (uint64_t)k, is.v, is.n), STORE_OK);
+		assert_int_equal(store_replace_view(f->s, &v, 10 + (uint64_t)k, is.v, is.n),
+				 STORE_OK);
 		cost[k] = syncs_of(f->s) - before;
 		itemset_free(&is);
 	}
@@ -348,10 +351,11 @@ static void write_journal(const char *dir, const char *name, const char *target,
 	/* the views field is itself a JSON text, escaped as a string */
 	struct buf esc = BUF_INIT;
 	buf_append_json_str(&esc, views, strlen(views));
-	assert_true(asprintf(&j,
-			     "{\"op\":\"replace\",\"tree\":\"r77\",\"target\":\"%s\",\"ino\":\"%llu\","
-			     "\"component\":\"agent\",\"resdir\":\"configmaps.v1.core\",\"views\":%s}",
-			     target, (unsigned long long)ino, esc.data) > 0);
+	assert_true(
+	    asprintf(&j,
+		     "{\"op\":\"replace\",\"tree\":\"r77\",\"target\":\"%s\",\"ino\":\"%llu\","
+		     "\"component\":\"agent\",\"resdir\":\"configmaps.v1.core\",\"views\":%s}",
+		     target, (unsigned long long)ino, esc.data) > 0);
 	assert_int_equal(test_write_file(dir, rel, j), 0);
 	free(j);
 	buf_free(&esc);
@@ -444,7 +448,8 @@ static void test_recover_removes_atomic_temps(void **state)
 	store_close(f->s);
 	f->s = NULL;
 	assert_int_equal(test_write_file(f->dir, ".tmp.123.4", "x"), 0);
-	assert_int_equal(test_write_file(f->dir, "_internal/yurthub-c/views/agent/.tmp.9.9", "x"), 0);
+	assert_int_equal(test_write_file(f->dir, "_internal/yurthub-c/views/agent/.tmp.9.9", "x"),
+			 0);
 	f->s = open_dir(f->dir);
 	assert_non_null(f->s);
 	assert_false(test_exists(f->dir, ".tmp.123.4"));
@@ -566,20 +571,20 @@ static void test_get_collection_has_no_content(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_replace_costs_constant_syncs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_group_commit_shares_syncs, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_readers_never_see_torn_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_replace_seen_all_at_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recover_rolls_forward, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recover_fallback_half_way, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_recover_removes_atomic_temps, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_second_hub_is_refused, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_own_objects_are_not_a_list, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_deleting_a_collection_drops_its_views, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_get_collection_has_no_content, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replace_costs_constant_syncs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_group_commit_shares_syncs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_readers_never_see_torn_files, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replace_seen_all_at_once, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_rolls_forward, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_fallback_half_way, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_removes_atomic_temps, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_second_hub_is_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_own_objects_are_not_a_list, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deleting_a_collection_drops_its_views, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_get_collection_has_no_content, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

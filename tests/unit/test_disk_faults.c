@@ -29,7 +29,7 @@
 #include "util/fsutil.h"
 
 struct fx {
-	char top[4096];   /* what the test owns */
+	char top[4096];	  /* what the test owns */
 	char cache[4200]; /* the cache directory inside it */
 	bool mounted;
 	struct store *s;
@@ -53,10 +53,11 @@ static char *cm(const char *ns, const char *name, uint64_t rv, size_t pad)
 	memset(padding, 'p', pad);
 	padding[pad] = '\0';
 	char *s;
-	assert_true(asprintf(&s,
-			     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
-			     "\"namespace\":\"%s\",\"resourceVersion\":\"%llu\"},\"data\":{\"p\":\"%s\"}}",
-			     name, ns, (unsigned long long)rv, padding) > 0);
+	assert_true(
+	    asprintf(&s,
+		     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"%s\","
+		     "\"namespace\":\"%s\",\"resourceVersion\":\"%llu\"},\"data\":{\"p\":\"%s\"}}",
+		     name, ns, (unsigned long long)rv, padding) > 0);
 	free(padding);
 	return s;
 }
@@ -219,8 +220,8 @@ static int setup_plain(void **state)
 static void test_unsafe_names_refused(void **state)
 {
 	struct fx *f = *state;
-	const char *bad[] = {"", ".", "..", "../outside", "a/../../x", "x/y", "/etc", "tmp_evil",
-			     "nl\nname", "\x7f"};
+	const char *bad[] = {"",    ".",    "..",	"../outside", "a/../../x",
+			     "x/y", "/etc", "tmp_evil", "nl\nname",   "\x7f"};
 	char long_name[300];
 	memset(long_name, 'n', sizeof long_name - 1);
 	long_name[sizeof long_name - 1] = '\0';
@@ -235,7 +236,7 @@ static void test_unsafe_names_refused(void **state)
 		struct store_key_info as_res = {"agent", "", "v1", b, "ns", "x"};
 		struct store_key_info as_ver = {"agent", "", b, "configmaps", "ns", "x"};
 		struct store_key_info as_grp = {"agent", b, "v1", "configmaps", "ns", "x"};
-		const struct store_key_info *all[] = {&as_name, &as_ns, &as_comp,
+		const struct store_key_info *all[] = {&as_name, &as_ns,	 &as_comp,
 						      &as_res,	&as_ver, &as_grp};
 		for (size_t j = 0; j < 6; j++) {
 			enum store_err e = store_key_build(f->s, all[j], &k);
@@ -262,8 +263,8 @@ static void test_unsafe_names_refused(void **state)
 		if (*b)
 			assert_int_equal(store_delete_component(f->s, b), STORE_BAD_KEY);
 	}
-	const char *bad_paths[] = {"/../outside", "/api/../../x", "version", "/a//b", "/a/./b",
-				   "/a b", "/x\ny"};
+	const char *bad_paths[] = {"/../outside", "/api/../../x", "version", "/a//b",
+				   "/a/./b",	  "/a b",	  "/x\ny"};
 	for (size_t i = 0; i < sizeof bad_paths / sizeof bad_paths[0]; i++)
 		assert_int_equal(store_save_cluster_info(f->s, bad_paths[i], json, strlen(json)),
 				 STORE_BAD_KEY);
@@ -278,8 +279,8 @@ static void test_unsafe_names_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_enospc_keeps_old_view, setup_tmpfs, teardown),
-		cmocka_unit_test_setup_teardown(test_unsafe_names_refused, setup_plain, teardown),
+	    cmocka_unit_test_setup_teardown(test_enospc_keeps_old_view, setup_tmpfs, teardown),
+	    cmocka_unit_test_setup_teardown(test_unsafe_names_refused, setup_plain, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -27,17 +27,17 @@ struct fx {
 };
 
 static const char *POD_WEB0 =
-	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web-0\",\"namespace\":"
-	"\"default\",\"resourceVersion\":\"1201\",\"labels\":{\"app\":\"web\"}},\"spec\":{"
-	"\"nodeName\":\"node1\"},\"status\":{\"phase\":\"Running\"}}";
+    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web-0\",\"namespace\":"
+    "\"default\",\"resourceVersion\":\"1201\",\"labels\":{\"app\":\"web\"}},\"spec\":{"
+    "\"nodeName\":\"node1\"},\"status\":{\"phase\":\"Running\"}}";
 static const char *POD_WEB1_OLD =
-	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web-1\",\"namespace\":"
-	"\"default\",\"resourceVersion\":\"1202\"},\"spec\":{\"nodeName\":\"node1\"}}";
+    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"web-1\",\"namespace\":"
+    "\"default\",\"resourceVersion\":\"1202\"},\"spec\":{\"nodeName\":\"node1\"}}";
 static const char *POD_WEB1_TORN = "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metad";
 static const char *POD_DNS =
-	"{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"coredns-7f9c\","
-	"\"namespace\":\"kube-system\",\"resourceVersion\":\"900\"},\"spec\":{\"nodeName\":"
-	"\"node2\"}}";
+    "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"coredns-7f9c\","
+    "\"namespace\":\"kube-system\",\"resourceVersion\":\"900\"},\"spec\":{\"nodeName\":"
+    "\"node2\"}}";
 static const char *NODE1 = "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":"
 			   "\"node1\",\"resourceVersion\":\"1500\"}}";
 static const char *LEASE = "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1\","
@@ -204,7 +204,7 @@ static void test_current_layout_partial_metadata_harmless(void **state)
 	struct store_gvr gvr = {"meta.k8s.io", "v1", "partialobjectmetadatas"};
 	(void)gvr;
 	assert_true(test_exists(
-		f->dir, "kubelet/partialobjectmetadatas.v1.meta.k8s.io/pods.v1.core/default/web-0"));
+	    f->dir, "kubelet/partialobjectmetadatas.v1.meta.k8s.io/pods.v1.core/default/web-0"));
 	struct store_key_info ri = {"kubelet", "", "v1", "nodes", "", ""};
 	struct store_key root;
 	assert_int_equal(store_key_build(f->s, &ri, &root), STORE_OK);
@@ -255,12 +255,12 @@ static void test_legacy_layout_read_back(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_current_layout_read_back, setup_current, teardown),
-		cmocka_unit_test_setup_teardown(test_current_layout_lists_are_views, setup_current,
-						teardown),
-		cmocka_unit_test_setup_teardown(test_current_layout_partial_metadata_harmless,
-						setup_current, teardown),
-		cmocka_unit_test_setup_teardown(test_legacy_layout_read_back, setup_legacy, teardown),
+	    cmocka_unit_test_setup_teardown(test_current_layout_read_back, setup_current, teardown),
+	    cmocka_unit_test_setup_teardown(test_current_layout_lists_are_views, setup_current,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_current_layout_partial_metadata_harmless,
+					    setup_current, teardown),
+	    cmocka_unit_test_setup_teardown(test_legacy_layout_read_back, setup_legacy, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,12 +19,12 @@
 
 static void assert_field(const char *got, const char *want)
 {
-        if (!want) {
-                assert_null(got);
-                return;
-        }
-        assert_non_null(got);
-        assert_string_equal(got, want);
+	if (!want) {
+		assert_null(got);
+		return;
+	}
+	assert_non_null(got);
+	assert_string_equal(got, want);
 }
 
 static const char POD[] =
@@ -39,29 +39,29 @@ static const char POD[] =
 
 static void test_pod_fields(void **state)
 {
-        struct kube_meta m;
+	struct kube_meta m;
 
-        (void)state;
-        assert_int_equal(kube_meta_parse(JSON(POD), &m), 0);
-        assert_field(m.kind, "Pod");
-        assert_field(m.api_version, "v1");
-        assert_field(m.name, "web-0");
-        assert_field(m.namespace, "prod");
-        assert_field(m.uid, "0b1c-77");
-        assert_field(m.resource_version, "123456");
-        assert_int_equal(m.rv, 123456);
-        assert_int_equal(m.has_metadata, 1);
-        kube_meta_free(&m);
-        kube_meta_free(&m); /* freeing twice is harmless: it leaves *m empty */
+	(void)state;
+	assert_int_equal(kube_meta_parse(JSON(POD), &m), 0);
+	assert_field(m.kind, "Pod");
+	assert_field(m.api_version, "v1");
+	assert_field(m.name, "web-0");
+	assert_field(m.namespace, "prod");
+	assert_field(m.uid, "0b1c-77");
+	assert_field(m.resource_version, "123456");
+	assert_int_equal(m.rv, 123456);
+	assert_int_equal(m.has_metadata, 1);
+	kube_meta_free(&m);
+	kube_meta_free(&m); /* freeing twice is harmless: it leaves *m empty */
 }
 
 /* Each case: a document and the fields that must (or must not) be picked. */
 struct pick_case {
-        const char *what;
-        const char *json;
-        const char *kind, *name, *namespace, *uid, *rv;
-        uint64_t rv_num;
-        int has_metadata;
+	const char *what;
+	const char *json;
+	const char *kind, *name, *namespace, *uid, *rv;
+	uint64_t rv_num;
+	int has_metadata;
 };
 
 static const struct pick_case pick_cases[] = {
@@ -128,34 +128,34 @@ static const struct pick_case pick_cases[] = {
 
 static void test_picks_only_top_level_metadata(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < sizeof(pick_cases) / sizeof(pick_cases[0]); i++) {
-                const struct pick_case *c = &pick_cases[i];
-                struct kube_meta m;
+	(void)state;
+	for (size_t i = 0; i < sizeof(pick_cases) / sizeof(pick_cases[0]); i++) {
+		const struct pick_case *c = &pick_cases[i];
+		struct kube_meta m;
 
-                print_message("case %zu: %s\n", i, c->what);
-                assert_int_equal(kube_meta_parse(JSON(c->json), &m), 0);
-                assert_field(m.kind, c->kind);
-                assert_field(m.name, c->name);
-                assert_field(m.namespace, c->namespace);
-                assert_field(m.uid, c->uid);
-                assert_field(m.resource_version, c->rv);
-                assert_int_equal(m.rv, c->rv_num);
-                assert_int_equal(m.has_metadata, c->has_metadata);
-                kube_meta_free(&m);
-        }
+		print_message("case %zu: %s\n", i, c->what);
+		assert_int_equal(kube_meta_parse(JSON(c->json), &m), 0);
+		assert_field(m.kind, c->kind);
+		assert_field(m.name, c->name);
+		assert_field(m.namespace, c->namespace);
+		assert_field(m.uid, c->uid);
+		assert_field(m.resource_version, c->rv);
+		assert_int_equal(m.rv, c->rv_num);
+		assert_int_equal(m.has_metadata, c->has_metadata);
+		kube_meta_free(&m);
+	}
 }
 
 static void test_embedded_nul_is_kept(void **state)
 {
-        const char json[] = "{\"metadata\":{\"name\":\"a\\u0000b\"}}";
-        struct kube_meta m;
+	const char json[] = "{\"metadata\":{\"name\":\"a\\u0000b\"}}";
+	struct kube_meta m;
 
-        (void)state;
-        assert_int_equal(kube_meta_parse(JSON(json), &m), 0);
-        assert_non_null(m.name);
-        assert_memory_equal(m.name, "a\0b", 4);
-        kube_meta_free(&m);
+	(void)state;
+	assert_int_equal(kube_meta_parse(JSON(json), &m), 0);
+	assert_non_null(m.name);
+	assert_memory_equal(m.name, "a\0b", 4);
+	kube_meta_free(&m);
 }
 
 static const char *const malformed[] = {
@@ -185,44 +185,44 @@ static const char *const malformed[] = {
 
 static void test_malformed_is_refused_and_left_empty(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
-                struct kube_meta m;
+	(void)state;
+	for (size_t i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++) {
+		struct kube_meta m;
 
-                print_message("case %zu: %s\n", i, malformed[i]);
-                assert_int_equal(kube_meta_parse(JSON(malformed[i]), &m), -1);
-                assert_null(m.kind);
-                assert_null(m.api_version);
-                assert_null(m.name);
-                assert_null(m.namespace);
-                assert_null(m.uid);
-                assert_null(m.resource_version);
-                assert_int_equal(m.rv, 0);
-                assert_int_equal(m.has_metadata, 0);
-                kube_meta_free(&m);
-        }
+		print_message("case %zu: %s\n", i, malformed[i]);
+		assert_int_equal(kube_meta_parse(JSON(malformed[i]), &m), -1);
+		assert_null(m.kind);
+		assert_null(m.api_version);
+		assert_null(m.name);
+		assert_null(m.namespace);
+		assert_null(m.uid);
+		assert_null(m.resource_version);
+		assert_int_equal(m.rv, 0);
+		assert_int_equal(m.has_metadata, 0);
+		kube_meta_free(&m);
+	}
 }
 
 /* The length bounds the document, not a NUL. */
 static void test_length_bounds_the_document(void **state)
 {
-        const char text[] = "{\"kind\":\"Pod\"}garbage";
-        struct kube_meta m;
+	const char text[] = "{\"kind\":\"Pod\"}garbage";
+	struct kube_meta m;
 
-        (void)state;
-        assert_int_equal(kube_meta_parse(text, 14, &m), 0);
-        assert_field(m.kind, "Pod");
-        kube_meta_free(&m);
-        assert_int_equal(kube_meta_parse(text, sizeof(text) - 1, &m), -1);
-        kube_meta_free(&m);
-        assert_int_equal(kube_meta_parse(text, 13, &m), -1);
-        kube_meta_free(&m);
+	(void)state;
+	assert_int_equal(kube_meta_parse(text, 14, &m), 0);
+	assert_field(m.kind, "Pod");
+	kube_meta_free(&m);
+	assert_int_equal(kube_meta_parse(text, sizeof(text) - 1, &m), -1);
+	kube_meta_free(&m);
+	assert_int_equal(kube_meta_parse(text, 13, &m), -1);
+	kube_meta_free(&m);
 }
 
 struct rv_only_case {
-        const char *json;
-        int rc;
-        uint64_t rv;
+	const char *json;
+	int rc;
+	uint64_t rv;
 };
 
 static const struct rv_only_case rv_only_cases[] = {
@@ -248,21 +248,21 @@ static const struct rv_only_case rv_only_cases[] = {
 
 static void test_rv_only(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < sizeof(rv_only_cases) / sizeof(rv_only_cases[0]); i++) {
-                const struct rv_only_case *c = &rv_only_cases[i];
-                uint64_t rv = 12345;
+	(void)state;
+	for (size_t i = 0; i < sizeof(rv_only_cases) / sizeof(rv_only_cases[0]); i++) {
+		const struct rv_only_case *c = &rv_only_cases[i];
+		uint64_t rv = 12345;
 
-                print_message("case %zu: %s\n", i, c->json);
-                assert_int_equal(kube_meta_rv(JSON(c->json), &rv), c->rc);
-                assert_int_equal(rv, c->rv);
-        }
+		print_message("case %zu: %s\n", i, c->json);
+		assert_int_equal(kube_meta_rv(JSON(c->json), &rv), c->rc);
+		assert_int_equal(rv, c->rv);
+	}
 }
 
 struct rv_case {
-        const char *text;
-        int rc;
-        uint64_t value;
+	const char *text;
+	int rc;
+	uint64_t value;
 };
 
 static const struct rv_case rv_cases[] = {
@@ -289,65 +289,65 @@ static const struct rv_case rv_cases[] = {
 
 static void test_rv_parse(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < sizeof(rv_cases) / sizeof(rv_cases[0]); i++) {
-                const struct rv_case *c = &rv_cases[i];
-                uint64_t out = 99;
+	(void)state;
+	for (size_t i = 0; i < sizeof(rv_cases) / sizeof(rv_cases[0]); i++) {
+		const struct rv_case *c = &rv_cases[i];
+		uint64_t out = 99;
 
-                print_message("case %zu: \"%s\"\n", i, c->text);
-                assert_int_equal(kube_rv_parse(c->text, strlen(c->text), &out), c->rc);
-                assert_int_equal(out, c->value);
-        }
+		print_message("case %zu: \"%s\"\n", i, c->text);
+		assert_int_equal(kube_rv_parse(c->text, strlen(c->text), &out), c->rc);
+		assert_int_equal(out, c->value);
+	}
 }
 
 static void test_rv_parse_uses_length(void **state)
 {
-        uint64_t out;
+	uint64_t out;
 
-        (void)state;
-        assert_int_equal(kube_rv_parse("12345", 3, &out), 0);
-        assert_int_equal(out, 123);
-        assert_int_equal(kube_rv_parse("12\0"
-                                       "3",
-                                       4, &out),
-                         -1);
-        assert_int_equal(out, 0);
-        assert_int_equal(kube_rv_parse("1", 0, &out), -1);
+	(void)state;
+	assert_int_equal(kube_rv_parse("12345", 3, &out), 0);
+	assert_int_equal(out, 123);
+	assert_int_equal(kube_rv_parse("12\0"
+				       "3",
+				       4, &out),
+			 -1);
+	assert_int_equal(out, 0);
+	assert_int_equal(kube_rv_parse("1", 0, &out), -1);
 }
 
 /* A list of realistic pods, one document each, as the cache sees them. */
 static char *make_pod(size_t i, size_t *len)
 {
-        char *s = NULL;
-        size_t cap = 0;
-        FILE *f = open_memstream(&s, &cap);
+	char *s = NULL;
+	size_t cap = 0;
+	FILE *f = open_memstream(&s, &cap);
 
-        assert_non_null(f);
-        fprintf(f,
-                "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%zu\","
-                "\"namespace\":\"default\",\"uid\":\"uid-%zu\",\"resourceVersion\":\"%zu\","
-                "\"labels\":{\"app\":\"web\",\"pod-template-hash\":\"abc\"},"
-                "\"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"name\":\"rs\",\"uid\":\"u\"}]},"
-                "\"spec\":{\"nodeName\":\"node-%zu\",\"containers\":[",
-                i, i, 100000 + i, i % 50);
-        for (int c = 0; c < 3; c++) {
-                fprintf(f, "%s{\"name\":\"c%d\",\"image\":\"nginx:1.25\",\"env\":[", c ? "," : "",
-                        c);
-                for (int e = 0; e < 12; e++)
-                        fprintf(f, "%s{\"name\":\"E%d\",\"value\":\"%s\"}", e ? "," : "", e,
-                                "vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
-                fprintf(f, "],\"ports\":[{\"containerPort\":80,\"protocol\":\"TCP\"}]}");
-        }
-        fprintf(f, "],\"hostNetwork\":false},\"status\":{\"phase\":\"Running\","
-                   "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
-        fclose(f);
-        *len = cap;
-        return s;
+	assert_non_null(f);
+	fprintf(f,
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%zu\","
+		"\"namespace\":\"default\",\"uid\":\"uid-%zu\",\"resourceVersion\":\"%zu\","
+		"\"labels\":{\"app\":\"web\",\"pod-template-hash\":\"abc\"},"
+		"\"ownerReferences\":[{\"kind\":\"ReplicaSet\",\"name\":\"rs\",\"uid\":\"u\"}]},"
+		"\"spec\":{\"nodeName\":\"node-%zu\",\"containers\":[",
+		i, i, 100000 + i, i % 50);
+	for (int c = 0; c < 3; c++) {
+		fprintf(f, "%s{\"name\":\"c%d\",\"image\":\"nginx:1.25\",\"env\":[", c ? "," : "",
+			c);
+		for (int e = 0; e < 12; e++)
+			fprintf(f, "%s{\"name\":\"E%d\",\"value\":\"%s\"}", e ? "," : "", e,
+				"vvvvvvvvvvvvvvvvvvvvvvvvvvvvvv");
+		fprintf(f, "],\"ports\":[{\"containerPort\":80,\"protocol\":\"TCP\"}]}");
+	}
+	fprintf(f, "],\"hostNetwork\":false},\"status\":{\"phase\":\"Running\","
+		   "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
+	fclose(f);
+	*len = cap;
+	return s;
 }
 
 static double elapsed_ms(const struct timespec *a, const struct timespec *b)
 {
-        return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
+	return (double)(b->tv_sec - a->tv_sec) * 1e3 + (double)(b->tv_nsec - a->tv_nsec) / 1e6;
 }
 
 /* Correctness over many objects.  The time bound is loose so that sanitizer
@@ -355,52 +355,52 @@ static double elapsed_ms(const struct timespec *a, const struct timespec *b)
  * 45 ms for these ~18 MB. */
 static void test_many_pods(void **state)
 {
-        enum { PODS = 5000 };
-        char **docs = calloc(PODS, sizeof(*docs));
-        size_t *lens = calloc(PODS, sizeof(*lens));
-        struct timespec t0, t1;
-        size_t total = 0;
+	enum { PODS = 5000 };
+	char **docs = calloc(PODS, sizeof(*docs));
+	size_t *lens = calloc(PODS, sizeof(*lens));
+	struct timespec t0, t1;
+	size_t total = 0;
 
-        (void)state;
-        assert_non_null(docs);
-        assert_non_null(lens);
-        for (size_t i = 0; i < PODS; i++) {
-                docs[i] = make_pod(i, &lens[i]);
-                total += lens[i];
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (size_t i = 0; i < PODS; i++) {
-                struct kube_meta m;
-                char want[32];
+	(void)state;
+	assert_non_null(docs);
+	assert_non_null(lens);
+	for (size_t i = 0; i < PODS; i++) {
+		docs[i] = make_pod(i, &lens[i]);
+		total += lens[i];
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < PODS; i++) {
+		struct kube_meta m;
+		char want[32];
 
-                assert_int_equal(kube_meta_parse(docs[i], lens[i], &m), 0);
-                snprintf(want, sizeof(want), "pod-%zu", i);
-                assert_string_equal(m.name, want);
-                assert_int_equal(m.rv, 100000 + i);
-                kube_meta_free(&m);
-        }
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        print_message("%d pods, %zu bytes: %.1f ms\n", PODS, total, elapsed_ms(&t0, &t1));
-        assert_true(elapsed_ms(&t0, &t1) < 2000.0);
-        for (size_t i = 0; i < PODS; i++)
-                free(docs[i]);
-        free(docs);
-        free(lens);
+		assert_int_equal(kube_meta_parse(docs[i], lens[i], &m), 0);
+		snprintf(want, sizeof(want), "pod-%zu", i);
+		assert_string_equal(m.name, want);
+		assert_int_equal(m.rv, 100000 + i);
+		kube_meta_free(&m);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	print_message("%d pods, %zu bytes: %.1f ms\n", PODS, total, elapsed_ms(&t0, &t1));
+	assert_true(elapsed_ms(&t0, &t1) < 2000.0);
+	for (size_t i = 0; i < PODS; i++)
+		free(docs[i]);
+	free(docs);
+	free(lens);
 }
 
 int main(void)
 {
-        const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_pod_fields),
-            cmocka_unit_test(test_picks_only_top_level_metadata),
-            cmocka_unit_test(test_embedded_nul_is_kept),
-            cmocka_unit_test(test_malformed_is_refused_and_left_empty),
-            cmocka_unit_test(test_length_bounds_the_document),
-            cmocka_unit_test(test_rv_only),
-            cmocka_unit_test(test_rv_parse),
-            cmocka_unit_test(test_rv_parse_uses_length),
-            cmocka_unit_test(test_many_pods),
-        };
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_pod_fields),
+	    cmocka_unit_test(test_picks_only_top_level_metadata),
+	    cmocka_unit_test(test_embedded_nul_is_kept),
+	    cmocka_unit_test(test_malformed_is_refused_and_left_empty),
+	    cmocka_unit_test(test_length_bounds_the_document),
+	    cmocka_unit_test(test_rv_only),
+	    cmocka_unit_test(test_rv_parse),
+	    cmocka_unit_test(test_rv_parse_uses_length),
+	    cmocka_unit_test(test_many_pods),
+	};
 
-        return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,48 +15,48 @@
 #include "kube/selector.h"
 
 #define N_ELEMS(a) (sizeof(a) / sizeof((a)[0]))
-#define LABEL      SELECTOR_LABEL
-#define FIELD      SELECTOR_FIELD
+#define LABEL	   SELECTOR_LABEL
+#define FIELD	   SELECTOR_FIELD
 
 static const char *kind_name(enum selector_kind kind)
 {
-        return kind == LABEL ? "label" : "field";
+	return kind == LABEL ? "label" : "field";
 }
 
 /* malloc'ed: c repeated n times, then tail. */
 static char *repeat(char c, size_t n, const char *prefix, const char *tail)
 {
-        size_t plen = strlen(prefix), tlen = strlen(tail);
-        char *s = malloc(plen + n + tlen + 1);
+	size_t plen = strlen(prefix), tlen = strlen(tail);
+	char *s = malloc(plen + n + tlen + 1);
 
-        assert_non_null(s);
-        memcpy(s, prefix, plen);
-        memset(s + plen, c, n);
-        memcpy(s + plen + n, tail, tlen + 1);
-        return s;
+	assert_non_null(s);
+	memcpy(s, prefix, plen);
+	memset(s + plen, c, n);
+	memcpy(s + plen + n, tail, tlen + 1);
+	return s;
 }
 
 static char *canonical_of(enum selector_kind kind, const char *text)
 {
-        char *out = NULL, *err = NULL;
+	char *out = NULL, *err = NULL;
 
-        if (selector_canonicalize(kind, text, &out, &err) != 0) {
-                print_error("%s selector \"%s\" did not parse: %s\n", kind_name(kind), text,
-                            err ? err : "(no message)");
-                free(err);
-                fail();
-        }
-        assert_null(err);
-        assert_non_null(out);
-        return out;
+	if (selector_canonicalize(kind, text, &out, &err) != 0) {
+		print_error("%s selector \"%s\" did not parse: %s\n", kind_name(kind), text,
+			    err ? err : "(no message)");
+		free(err);
+		fail();
+	}
+	assert_null(err);
+	assert_non_null(out);
+	return out;
 }
 
 /* ---- canonical text ---- */
 
 struct canon_case {
-        enum selector_kind kind;
-        const char *text;
-        const char *canonical;
+	enum selector_kind kind;
+	const char *text;
+	const char *canonical;
 };
 
 static const struct canon_case canon_cases[] = {
@@ -112,25 +112,25 @@ static const struct canon_case canon_cases[] = {
 
 static void test_canonical_text(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < N_ELEMS(canon_cases); i++) {
-                const struct canon_case *c = &canon_cases[i];
-                char *out = canonical_of(c->kind, c->text);
-                char *again = canonical_of(c->kind, out);
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(canon_cases); i++) {
+		const struct canon_case *c = &canon_cases[i];
+		char *out = canonical_of(c->kind, c->text);
+		char *again = canonical_of(c->kind, out);
 
-                print_message("%s \"%s\" -> \"%s\"\n", kind_name(c->kind), c->text, out);
-                assert_string_equal(out, c->canonical);
-                /* canonical text is a fixed point */
-                assert_string_equal(again, out);
-                free(again);
-                free(out);
-        }
+		print_message("%s \"%s\" -> \"%s\"\n", kind_name(c->kind), c->text, out);
+		assert_string_equal(out, c->canonical);
+		/* canonical text is a fixed point */
+		assert_string_equal(again, out);
+		free(again);
+		free(out);
+	}
 }
 
 /* Each row: texts that mean the same and must print the same. */
 struct equiv_case {
-        enum selector_kind kind;
-        const char *texts[4];
+	enum selector_kind kind;
+	const char *texts[4];
 };
 
 static const struct equiv_case equiv_cases[] = {
@@ -147,79 +147,79 @@ static const struct equiv_case equiv_cases[] = {
 
 static void test_equivalent_selectors_print_alike(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < N_ELEMS(equiv_cases); i++) {
-                const struct equiv_case *c = &equiv_cases[i];
-                char *first = canonical_of(c->kind, c->texts[0]);
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(equiv_cases); i++) {
+		const struct equiv_case *c = &equiv_cases[i];
+		char *first = canonical_of(c->kind, c->texts[0]);
 
-                for (size_t j = 1; j < N_ELEMS(c->texts) && c->texts[j]; j++) {
-                        char *other = canonical_of(c->kind, c->texts[j]);
+		for (size_t j = 1; j < N_ELEMS(c->texts) && c->texts[j]; j++) {
+			char *other = canonical_of(c->kind, c->texts[j]);
 
-                        print_message("\"%s\" ~ \"%s\"\n", c->texts[0], c->texts[j]);
-                        assert_string_equal(other, first);
-                        free(other);
-                }
-                free(first);
-        }
+			print_message("\"%s\" ~ \"%s\"\n", c->texts[0], c->texts[j]);
+			assert_string_equal(other, first);
+			free(other);
+		}
+		free(first);
+	}
 }
 
 static void test_different_selectors_print_differently(void **state)
 {
-        static const char *const labels[] = {
-            "a", "!a", "a=x", "a!=x", "a in (x,y)", "a notin (x,y)", "a>1", "a<1", "a=y", "b",
-        };
-        char *texts[N_ELEMS(labels)];
+	static const char *const labels[] = {
+	    "a", "!a", "a=x", "a!=x", "a in (x,y)", "a notin (x,y)", "a>1", "a<1", "a=y", "b",
+	};
+	char *texts[N_ELEMS(labels)];
 
-        (void)state;
-        for (size_t i = 0; i < N_ELEMS(labels); i++)
-                texts[i] = canonical_of(LABEL, labels[i]);
-        for (size_t i = 0; i < N_ELEMS(labels); i++) {
-                for (size_t j = i + 1; j < N_ELEMS(labels); j++)
-                        assert_string_not_equal(texts[i], texts[j]);
-        }
-        for (size_t i = 0; i < N_ELEMS(labels); i++)
-                free(texts[i]);
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(labels); i++)
+		texts[i] = canonical_of(LABEL, labels[i]);
+	for (size_t i = 0; i < N_ELEMS(labels); i++) {
+		for (size_t j = i + 1; j < N_ELEMS(labels); j++)
+			assert_string_not_equal(texts[i], texts[j]);
+	}
+	for (size_t i = 0; i < N_ELEMS(labels); i++)
+		free(texts[i]);
 }
 
 static void test_null_and_empty(void **state)
 {
-        struct selector *s = NULL;
-        char *err = NULL, *text;
+	struct selector *s = NULL;
+	char *err = NULL, *text;
 
-        (void)state;
-        assert_true(selector_is_empty(NULL));
-        text = selector_canonical(NULL);
-        assert_string_equal(text, "");
-        free(text);
+	(void)state;
+	assert_true(selector_is_empty(NULL));
+	text = selector_canonical(NULL);
+	assert_string_equal(text, "");
+	free(text);
 
-        assert_int_equal(selector_parse(LABEL, NULL, &s, &err), 0);
-        assert_null(err);
-        assert_true(selector_is_empty(s));
-        text = selector_canonical(s);
-        assert_string_equal(text, "");
-        free(text);
-        selector_free(s);
+	assert_int_equal(selector_parse(LABEL, NULL, &s, &err), 0);
+	assert_null(err);
+	assert_true(selector_is_empty(s));
+	text = selector_canonical(s);
+	assert_string_equal(text, "");
+	free(text);
+	selector_free(s);
 
-        assert_int_equal(selector_parse(FIELD, ",,", &s, &err), 0);
-        assert_true(selector_is_empty(s));
-        selector_free(s);
+	assert_int_equal(selector_parse(FIELD, ",,", &s, &err), 0);
+	assert_true(selector_is_empty(s));
+	selector_free(s);
 
-        assert_int_equal(selector_parse(LABEL, "a", &s, &err), 0);
-        assert_false(selector_is_empty(s));
-        selector_free(s);
+	assert_int_equal(selector_parse(LABEL, "a", &s, &err), 0);
+	assert_false(selector_is_empty(s));
+	selector_free(s);
 
-        selector_free(NULL);
-        /* no message wanted: still refused, nothing leaks */
-        assert_int_equal(selector_parse(LABEL, "a in (", &s, NULL), -1);
-        assert_null(s);
+	selector_free(NULL);
+	/* no message wanted: still refused, nothing leaks */
+	assert_int_equal(selector_parse(LABEL, "a in (", &s, NULL), -1);
+	assert_null(s);
 }
 
 /* ---- parse errors ---- */
 
 struct error_case {
-        enum selector_kind kind;
-        const char *text;
-        const char *fragment; /* must appear in the message */
+	enum selector_kind kind;
+	const char *text;
+	const char *fragment; /* must appear in the message */
 };
 
 static const struct error_case error_cases[] = {
@@ -305,105 +305,105 @@ static const struct error_case error_cases[] = {
 
 static void check_error(enum selector_kind kind, const char *text, const char *fragment)
 {
-        struct selector *s = (struct selector *)&s; /* must be reset to NULL */
-        char *err = NULL, *want_prefix;
-        int n;
+	struct selector *s = (struct selector *)&s; /* must be reset to NULL */
+	char *err = NULL, *want_prefix;
+	int n;
 
-        n = asprintf(&want_prefix, "invalid %s selector \"", kind_name(kind));
-        assert_true(n > 0);
-        print_message("%s \"%s\"\n", kind_name(kind), text);
-        assert_int_equal(selector_parse(kind, text, &s, &err), -1);
-        assert_null(s);
-        assert_non_null(err);
-        print_message("  -> %s\n", err);
-        assert_true(strncmp(err, want_prefix, strlen(want_prefix)) == 0);
-        assert_null(strchr(err, '\n'));
-        if (!strstr(err, fragment)) {
-                print_error("message \"%s\" lacks \"%s\"\n", err, fragment);
-                fail();
-        }
-        free(want_prefix);
-        free(err);
+	n = asprintf(&want_prefix, "invalid %s selector \"", kind_name(kind));
+	assert_true(n > 0);
+	print_message("%s \"%s\"\n", kind_name(kind), text);
+	assert_int_equal(selector_parse(kind, text, &s, &err), -1);
+	assert_null(s);
+	assert_non_null(err);
+	print_message("  -> %s\n", err);
+	assert_true(strncmp(err, want_prefix, strlen(want_prefix)) == 0);
+	assert_null(strchr(err, '\n'));
+	if (!strstr(err, fragment)) {
+		print_error("message \"%s\" lacks \"%s\"\n", err, fragment);
+		fail();
+	}
+	free(want_prefix);
+	free(err);
 }
 
 static void test_parse_errors(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < N_ELEMS(error_cases); i++)
-                check_error(error_cases[i].kind, error_cases[i].text, error_cases[i].fragment);
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(error_cases); i++)
+		check_error(error_cases[i].kind, error_cases[i].text, error_cases[i].fragment);
 }
 
 static void test_canonicalize_reports_errors(void **state)
 {
-        char *out = (char *)"untouched", *err = NULL;
+	char *out = (char *)"untouched", *err = NULL;
 
-        (void)state;
-        assert_int_equal(selector_canonicalize(FIELD, "a=b=c", &out, &err), -1);
-        assert_null(out);
-        assert_non_null(err);
-        assert_non_null(strstr(err, "invalid field selector \"a=b=c\""));
-        free(err);
+	(void)state;
+	assert_int_equal(selector_canonicalize(FIELD, "a=b=c", &out, &err), -1);
+	assert_null(out);
+	assert_non_null(err);
+	assert_non_null(strstr(err, "invalid field selector \"a=b=c\""));
+	free(err);
 }
 
 /* Messages stay on one line whatever the input holds. */
 static void test_error_quotes_control_characters(void **state)
 {
-        char *err = NULL;
-        struct selector *s;
+	char *err = NULL;
+	struct selector *s;
 
-        (void)state;
-        assert_int_equal(selector_parse(LABEL, "a\n=b x", &s, &err), -1);
-        assert_string_equal(err, "invalid label selector \"a\\x0a=b x\": found \"x\", expected ',' "
-                                 "or end of string");
-        free(err);
-        assert_int_equal(selector_parse(LABEL, "a\x01", &s, &err), -1);
-        assert_null(strchr(err, '\x01'));
-        free(err);
+	(void)state;
+	assert_int_equal(selector_parse(LABEL, "a\n=b x", &s, &err), -1);
+	assert_string_equal(err, "invalid label selector \"a\\x0a=b x\": found \"x\", expected ',' "
+				 "or end of string");
+	free(err);
+	assert_int_equal(selector_parse(LABEL, "a\x01", &s, &err), -1);
+	assert_null(strchr(err, '\x01'));
+	free(err);
 }
 
 static void test_length_limits(void **state)
 {
-        char *name63 = repeat('n', 63, "", "");
-        char *name64 = repeat('n', 64, "", "");
-        char *prefix253 = repeat('p', 253, "", "/name");
-        char *prefix254 = repeat('p', 254, "", "/name");
-        char *value63 = repeat('v', 63, "a=", "");
-        char *value64 = repeat('v', 64, "a=", "");
-        char *set64 = repeat('v', 64, "a in (x,", ")");
-        /* 253 characters of dotted labels, each label 63 long */
-        char *dotted = repeat('d', 63, "", "");
-        char *long_prefix;
-        int n;
-        struct selector *s;
+	char *name63 = repeat('n', 63, "", "");
+	char *name64 = repeat('n', 64, "", "");
+	char *prefix253 = repeat('p', 253, "", "/name");
+	char *prefix254 = repeat('p', 254, "", "/name");
+	char *value63 = repeat('v', 63, "a=", "");
+	char *value64 = repeat('v', 64, "a=", "");
+	char *set64 = repeat('v', 64, "a in (x,", ")");
+	/* 253 characters of dotted labels, each label 63 long */
+	char *dotted = repeat('d', 63, "", "");
+	char *long_prefix;
+	int n;
+	struct selector *s;
 
-        (void)state;
-        n = asprintf(&long_prefix, "%s.%s.%s.%s/x", dotted, dotted, dotted,
-                     "ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
-        assert_true(n > 0);
-        assert_int_equal(strlen(long_prefix) - 2, 253);
+	(void)state;
+	n = asprintf(&long_prefix, "%s.%s.%s.%s/x", dotted, dotted, dotted,
+		     "ddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd");
+	assert_true(n > 0);
+	assert_int_equal(strlen(long_prefix) - 2, 253);
 
-        assert_int_equal(selector_parse(LABEL, name63, &s, NULL), 0);
-        selector_free(s);
-        check_error(LABEL, name64, "name part must be no more than 63 characters");
-        assert_int_equal(selector_parse(LABEL, prefix253, &s, NULL), 0);
-        selector_free(s);
-        check_error(LABEL, prefix254, "prefix part must be no more than 253 characters");
-        assert_int_equal(selector_parse(LABEL, long_prefix, &s, NULL), 0);
-        selector_free(s);
-        assert_int_equal(selector_parse(LABEL, value63, &s, NULL), 0);
-        selector_free(s);
-        check_error(LABEL, value64, "must be no more than 63 characters");
-        check_error(LABEL, set64, "must be no more than 63 characters");
+	assert_int_equal(selector_parse(LABEL, name63, &s, NULL), 0);
+	selector_free(s);
+	check_error(LABEL, name64, "name part must be no more than 63 characters");
+	assert_int_equal(selector_parse(LABEL, prefix253, &s, NULL), 0);
+	selector_free(s);
+	check_error(LABEL, prefix254, "prefix part must be no more than 253 characters");
+	assert_int_equal(selector_parse(LABEL, long_prefix, &s, NULL), 0);
+	selector_free(s);
+	assert_int_equal(selector_parse(LABEL, value63, &s, NULL), 0);
+	selector_free(s);
+	check_error(LABEL, value64, "must be no more than 63 characters");
+	check_error(LABEL, set64, "must be no more than 63 characters");
 
-        free(name63);
-        free(name64);
-        free(prefix253);
-        free(prefix254);
-        free(value63);
-        free(value64);
-        free(set64);
-        free(dotted);
-        free(long_prefix);
+	free(name63);
+	free(name64);
+	free(prefix253);
+	free(prefix254);
+	free(value63);
+	free(value64);
+	free(set64);
+	free(dotted);
+	free(long_prefix);
 }
 
 /* ---- evaluation ---- */
@@ -452,9 +452,9 @@ static const char EVENT[] =
     "\"items\":[{\"metadata\":{\"labels\":{\"inarray\":\"1\"}}}]}";
 
 struct match_case {
-        const char *labels, *fields; /* NULL: no selector */
-        const char *json;
-        int want;
+	const char *labels, *fields; /* NULL: no selector */
+	const char *json;
+	int want;
 };
 
 static const struct match_case match_cases[] = {
@@ -501,8 +501,8 @@ static const struct match_case match_cases[] = {
     {"app=web,tier=backend", NULL, POD, 0},
     {"app=web,!missing,version>1,tier in (frontend)", NULL, POD, 1},
     {"name=web-0", NULL, POD, 0}, /* metadata.name is not a label */
-    {"note", NULL, POD, 0},       /* annotations are not labels */
-    {"app=db", NULL, POD, 0},     /* spec.nodeSelector is not labels */
+    {"note", NULL, POD, 0},	  /* annotations are not labels */
+    {"app=db", NULL, POD, 0},	  /* spec.nodeSelector is not labels */
     {"component=apiserver", NULL, SERVICE, 1},
     {"component=apiserver,provider!=kubernetes", NULL, SERVICE, 0},
     {"app=web,!canary", NULL, DEPLOYMENT, 1},
@@ -593,23 +593,23 @@ static const struct match_case match_cases[] = {
 
 static void test_match_json(void **state)
 {
-        (void)state;
-        for (size_t i = 0; i < N_ELEMS(match_cases); i++) {
-                const struct match_case *c = &match_cases[i];
-                struct selector *labels = NULL, *fields = NULL;
-                char *err = NULL;
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(match_cases); i++) {
+		const struct match_case *c = &match_cases[i];
+		struct selector *labels = NULL, *fields = NULL;
+		char *err = NULL;
 
-                print_message("case %zu: labels \"%s\" fields \"%s\"\n", i,
-                              c->labels ? c->labels : "(null)", c->fields ? c->fields : "(null)");
-                if (c->labels)
-                        assert_int_equal(selector_parse(LABEL, c->labels, &labels, &err), 0);
-                if (c->fields)
-                        assert_int_equal(selector_parse(FIELD, c->fields, &fields, &err), 0);
-                assert_int_equal(selector_match_json(labels, fields, c->json, strlen(c->json)),
-                                 c->want);
-                selector_free(labels);
-                selector_free(fields);
-        }
+		print_message("case %zu: labels \"%s\" fields \"%s\"\n", i,
+			      c->labels ? c->labels : "(null)", c->fields ? c->fields : "(null)");
+		if (c->labels)
+			assert_int_equal(selector_parse(LABEL, c->labels, &labels, &err), 0);
+		if (c->fields)
+			assert_int_equal(selector_parse(FIELD, c->fields, &fields, &err), 0);
+		assert_int_equal(selector_match_json(labels, fields, c->json, strlen(c->json)),
+				 c->want);
+		selector_free(labels);
+		selector_free(fields);
+	}
 }
 
 static const char *const malformed[] = {
@@ -633,86 +633,86 @@ static const char *const malformed[] = {
 
 static void test_malformed_json(void **state)
 {
-        struct selector *labels, *fields;
-        char *err = NULL;
+	struct selector *labels, *fields;
+	char *err = NULL;
 
-        (void)state;
-        assert_int_equal(selector_parse(LABEL, "app=web", &labels, &err), 0);
-        assert_int_equal(selector_parse(FIELD, "spec.nodeName!=x", &fields, &err), 0);
-        for (size_t i = 0; i < N_ELEMS(malformed); i++) {
-                const char *json = malformed[i];
+	(void)state;
+	assert_int_equal(selector_parse(LABEL, "app=web", &labels, &err), 0);
+	assert_int_equal(selector_parse(FIELD, "spec.nodeName!=x", &fields, &err), 0);
+	for (size_t i = 0; i < N_ELEMS(malformed); i++) {
+		const char *json = malformed[i];
 
-                print_message("case %zu: %s\n", i, json);
-                assert_int_equal(selector_match_json(labels, fields, json, strlen(json)), -1);
-                assert_int_equal(selector_match_json(NULL, NULL, json, strlen(json)), -1);
-                assert_int_equal(selector_match_json(labels, NULL, json, strlen(json)), -1);
-        }
-        /* the length bounds the document */
-        assert_int_equal(selector_match_json(NULL, fields, "{}{}", 2), 1);
-        assert_int_equal(selector_match_json(NULL, fields, "{}", 1), -1);
-        selector_free(labels);
-        selector_free(fields);
+		print_message("case %zu: %s\n", i, json);
+		assert_int_equal(selector_match_json(labels, fields, json, strlen(json)), -1);
+		assert_int_equal(selector_match_json(NULL, NULL, json, strlen(json)), -1);
+		assert_int_equal(selector_match_json(labels, NULL, json, strlen(json)), -1);
+	}
+	/* the length bounds the document */
+	assert_int_equal(selector_match_json(NULL, fields, "{}{}", 2), 1);
+	assert_int_equal(selector_match_json(NULL, fields, "{}", 1), -1);
+	selector_free(labels);
+	selector_free(fields);
 }
 
 /* More requirements than fit on the evaluator's stack. */
 static void test_many_requirements(void **state)
 {
-        char labels_text[512] = "", fields_text[512] = "", json[2048];
-        size_t used = 0, n;
-        struct selector *labels, *fields;
-        char *err = NULL;
+	char labels_text[512] = "", fields_text[512] = "", json[2048];
+	size_t used = 0, n;
+	struct selector *labels, *fields;
+	char *err = NULL;
 
-        (void)state;
-        n = (size_t)snprintf(json + used, sizeof(json) - used, "{\"metadata\":{\"labels\":{");
-        used += n;
-        for (int i = 0; i < 30; i++) {
-                char term[32];
+	(void)state;
+	n = (size_t)snprintf(json + used, sizeof(json) - used, "{\"metadata\":{\"labels\":{");
+	used += n;
+	for (int i = 0; i < 30; i++) {
+		char term[32];
 
-                snprintf(term, sizeof(term), "%sl%d=v%d", i ? "," : "", i, i);
-                strcat(labels_text, term);
-                snprintf(term, sizeof(term), "%sspec.f%d=%d", i ? "," : "", i, i);
-                strcat(fields_text, term);
-                n = (size_t)snprintf(json + used, sizeof(json) - used, "%s\"l%d\":\"v%d\"",
-                                     i ? "," : "", i, i);
-                used += n;
-        }
-        n = (size_t)snprintf(json + used, sizeof(json) - used, "}},\"spec\":{");
-        used += n;
-        for (int i = 0; i < 30; i++) {
-                n = (size_t)snprintf(json + used, sizeof(json) - used, "%s\"f%d\":%d", i ? "," : "",
-                                     i, i);
-                used += n;
-        }
-        n = (size_t)snprintf(json + used, sizeof(json) - used, "}}");
-        used += n;
-        assert_true(used < sizeof(json));
+		snprintf(term, sizeof(term), "%sl%d=v%d", i ? "," : "", i, i);
+		strcat(labels_text, term);
+		snprintf(term, sizeof(term), "%sspec.f%d=%d", i ? "," : "", i, i);
+		strcat(fields_text, term);
+		n = (size_t)snprintf(json + used, sizeof(json) - used, "%s\"l%d\":\"v%d\"",
+				     i ? "," : "", i, i);
+		used += n;
+	}
+	n = (size_t)snprintf(json + used, sizeof(json) - used, "}},\"spec\":{");
+	used += n;
+	for (int i = 0; i < 30; i++) {
+		n = (size_t)snprintf(json + used, sizeof(json) - used, "%s\"f%d\":%d", i ? "," : "",
+				     i, i);
+		used += n;
+	}
+	n = (size_t)snprintf(json + used, sizeof(json) - used, "}}");
+	used += n;
+	assert_true(used < sizeof(json));
 
-        assert_int_equal(selector_parse(LABEL, labels_text, &labels, &err), 0);
-        assert_int_equal(selector_parse(FIELD, fields_text, &fields, &err), 0);
-        assert_int_equal(selector_match_json(labels, fields, json, used), 1);
-        selector_free(fields);
-        strcat(fields_text, ",spec.f29!=29");
-        assert_int_equal(selector_parse(FIELD, fields_text, &fields, &err), 0);
-        assert_int_equal(selector_match_json(labels, fields, json, used), 0);
-        selector_free(labels);
-        selector_free(fields);
+	assert_int_equal(selector_parse(LABEL, labels_text, &labels, &err), 0);
+	assert_int_equal(selector_parse(FIELD, fields_text, &fields, &err), 0);
+	assert_int_equal(selector_match_json(labels, fields, json, used), 1);
+	selector_free(fields);
+	strcat(fields_text, ",spec.f29!=29");
+	assert_int_equal(selector_parse(FIELD, fields_text, &fields, &err), 0);
+	assert_int_equal(selector_match_json(labels, fields, json, used), 0);
+	selector_free(labels);
+	selector_free(fields);
 }
 
 int main(void)
 {
-        const struct CMUnitTest tests[] = {
-            cmocka_unit_test(test_canonical_text),
-            cmocka_unit_test(test_equivalent_selectors_print_alike),
-            cmocka_unit_test(test_different_selectors_print_differently),
-            cmocka_unit_test(test_null_and_empty),
-            cmocka_unit_test(test_parse_errors),
-            cmocka_unit_test(test_canonicalize_reports_errors),
-            cmocka_unit_test(test_error_quotes_control_characters),
-            cmocka_unit_test(test_length_limits),
-            cmocka_unit_test(test_match_json),
-            cmocka_unit_test(test_malformed_json),
-            cmocka_unit_test(test_many_requirements),
-        };
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_canonical_text),
+	    cmocka_unit_test(test_equivalent_selectors_print_alike),
+	    cmocka_unit_test(test_different_selectors_print_differently),
+	    cmocka_unit_test(test_null_and_empty),
+	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_canonicalize_reports_errors),
+	    cmocka_unit_test(test_error_quotes_control_characters),
+	    cmocka_unit_test(test_length_limits),
+	    cmocka_unit_test(test_match_json),
+	    cmocka_unit_test(test_malformed_json),
+	    cmocka_unit_test(test_many_requirements),
+	};
 
-        return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, NULL, NULL);
 }
