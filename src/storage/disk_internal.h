@@ -76,9 +76,12 @@ int disk_views_save(struct disk_store *d, const char *component, const char *res
 		    const struct view_set *set);
 int disk_views_file_exists(struct disk_store *d, const char *component, const char *resdir);
 
-/* Replace one view; see disk_replace.c. */
-enum store_err disk_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
-				 const struct store_item *items, size_t n);
+/* The replace session; see disk_replace.c. */
+enum store_err disk_replace_begin(struct store *s, const struct store_view *view,
+				  struct store_replace **out);
+enum store_err disk_replace_add(struct store_replace *r, const struct store_item *item);
+enum store_err disk_replace_commit(struct store_replace *r, uint64_t list_rv);
+void disk_replace_abort(struct store_replace *r);
 
 /* Startup recovery; see disk_recover.c.  0 or -errno with *err set. */
 int disk_recover(struct disk_store *d, struct disk_recovery_report *report, char **err);

@@ -1,12 +1,16 @@
 /*
  * disk_replace.c - replacing a list view on disk, all at once.
  *
- * The collection directory T that the view spans (the resource directory,
- * or one namespace of it) is rebuilt beside itself as N in the staging
- * directory: listed objects are written (or hard-linked when the stored copy
- * is as new), objects the view no longer has are left out unless another view
- * of the component still covers them or they are newer than the list, and
- * everything else is linked over unchanged.  Then:
+ * A replace is a session: begin, one add per listed object as the list
+ * streams in, commit (or abort).  The collection directory T that the view
+ * spans (the resource directory, or one namespace of it) is rebuilt beside
+ * itself as N in the staging directory: each added object is written into N
+ * as it arrives, by up to WRITERS_MAX threads per batch, without any lock.
+ * At commit, under the resource lock, T is compared with N: where the stored
+ * copy is newer than the listed one it replaces it (a hard link), objects the
+ * view no longer has are left out unless another view of the component still
+ * covers them or they are newer than the list, and everything else of T is
+ * linked over unchanged.  Then:
  *
  *   1. a journal record names N, its inode, T, and the new view set;
  *   2. one syncfs() makes N, its files and the record durable;
@@ -38,16 +42,15 @@
 #include "util/log.h"
 #include "util/strmap.h"
 
-#define PARALLEL_MIN 512 /* files below which one thread writes them all */
+#define PARALLEL_MIN 256 /* files below which one thread writes them all */
 #define WRITERS_MAX  4
 
-/* strmap values for entries of T */
-#define ENTRY_HANDLED ((void *)1)
-
 struct replace {
+	struct store_replace base; /* first: the session handle callers hold */
 	struct disk_store *d;
-	const struct store_view *view;
+	char *component;
 	struct view_rec rec;
+	bool is_ns_resource; /* the namespaces resource: item namespaces ignored */
 	char *resdir;
 	char *tpath;   /* T, relative to the cache directory */
 	bool spans_ns; /* T holds namespace directories */
@@ -55,15 +58,19 @@ struct replace {
 	int t_fd, n_fd;		/* T (or -1 when absent), N */
 	char tree[64];		/* N's name in staging */
 	char journal[48];	/* the record's name in journal/ */
-	struct strmap existing; /* relative paths in T */
+	struct strmap listed;	/* relative paths added, value: the listed rv */
+	struct strmap existing; /* relative paths in T (commit) */
 	struct strmap n_dirs;	/* namespace directories made in N */
 	struct view_set views;	/* loaded, then updated with this view */
 	struct view_matcher self, *others;
 	size_t nothers;
 	struct buf scratch, rel;
 	struct pending_write *pending;
-	size_t npending, cap_pending;
+	size_t npending, cap_pending, pending_bytes;
 };
+
+#define BATCH_FILES 1024     /* a batch of added objects written at once */
+#define BATCH_BYTES (4u << 20)
 
 /* ---- scanning T ---- */
 
@@ -141,14 +148,15 @@ static int ensure_n_dir(struct replace *r, const char *rel)
 	return rc;
 }
 
-/* A file of N to be written: queued while deciding, written in parallel. */
+/* A file of N to be written: queued as objects are added, written in
+ * batches, in parallel. */
 struct pending_write {
 	char *rel;
-	const char *data;
+	char *data; /* a copy: the caller's bytes live only during add */
 	size_t len;
 };
 
-static int write_new(struct replace *r, const char *rel, const char *data, size_t len)
+static int queue_write(struct replace *r, const char *rel, const char *data, size_t len)
 {
 	int rc = ensure_n_dir(r, rel);
 	if (rc < 0)
@@ -162,17 +170,35 @@ static int write_new(struct replace *r, const char *rel, const char *data, size_
 		r->cap_pending = cap;
 	}
 	struct pending_write *w = &r->pending[r->npending];
-	if (!(w->rel = strdup(rel)))
+	w->rel = strdup(rel);
+	w->data = malloc(len ? len : 1);
+	if (!w->rel || !w->data) {
+		free(w->rel);
+		free(w->data);
 		return -ENOMEM;
-	w->data = data;
+	}
+	memcpy(w->data, data, len);
 	w->len = len;
 	r->npending++;
+	r->pending_bytes += len;
 	return 0;
+}
+
+static void drop_pending(struct replace *r)
+{
+	for (size_t i = 0; i < r->npending; i++) {
+		free(r->pending[i].rel);
+		free(r->pending[i].data);
+	}
+	r->npending = 0;
+	r->pending_bytes = 0;
 }
 
 static int write_one(int n_fd, const struct pending_write *w)
 {
-	int fd = openat(n_fd, w->rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, FS_FILE_MODE);
+	/* O_TRUNC, not O_EXCL: an object listed twice is written twice, in
+	 * order (see replace_add), and the later copy wins. */
+	int fd = openat(n_fd, w->rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, FS_FILE_MODE);
 	if (fd < 0)
 		return -errno;
 	int rc = fs_write_all(fd, w->data, w->len);
@@ -226,6 +252,7 @@ static int flush_writes(struct replace *r)
 		if (ranges[t].rc < 0 && rc == 0)
 			rc = ranges[t].rc;
 	}
+	drop_pending(r);
 	return rc;
 }
 
@@ -244,27 +271,6 @@ static int stored_rv(struct replace *r, const char *rel, uint64_t *rv)
 	if (rc < 0)
 		return rc;
 	return kube_meta_rv(r->scratch.data, r->scratch.len, rv) < 0 ? -EINVAL : 0;
-}
-
-static int put_item(struct replace *r, const struct store_item *it)
-{
-	const char *rel = item_rel(r, it);
-	if (!rel)
-		return -ENOMEM;
-	struct strmap_entry *e = strmap_get(&r->existing, rel);
-	if (e && e->value == ENTRY_HANDLED)
-		return 0; /* listed twice: the later copy was already taken */
-	if (e) {
-		e->value = ENTRY_HANDLED;
-		uint64_t rv = 0;
-		/* Never regress: a stored copy as new as the listed one stays. */
-		if (stored_rv(r, rel, &rv) == 0 && rv >= it->rv)
-			return link_old(r, rel);
-		return write_new(r, rel, it->data, it->len);
-	}
-	if (!strmap_put(&r->existing, rel, ENTRY_HANDLED))
-		return -ENOMEM;
-	return write_new(r, rel, it->data, it->len);
 }
 
 /* An object of T that the list did not return: keep it? */
@@ -291,32 +297,30 @@ static int keep_unlisted(struct replace *r, const char *rel)
 	return 0;
 }
 
-static int build_tree(struct replace *r, const struct store_item *items, size_t n)
+/* Merge T into N: the listed objects are in N already; T decides what else
+ * goes in, and where its copy is newer than the listed one. */
+static int merge_old_tree(struct replace *r)
 {
-	disk_seq_name(r->d, 'r', r->tree, sizeof r->tree);
-	if (mkdirat(r->d->staging_fd, r->tree, FS_DIR_MODE) < 0)
-		return -errno;
-	r->n_fd = openat(r->d->staging_fd, r->tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (r->n_fd < 0)
-		return -errno;
-	/* Backwards, so that when a name is listed twice the later copy wins. */
-	for (size_t i = n; i-- > 0;) {
-		int rc = put_item(r, &items[i]);
+	struct strmap_entry *e;
+	for (size_t i = 0; (e = strmap_next(&r->existing, &i));) {
+		struct strmap_entry *l = strmap_get(&r->listed, e->key);
+		int rc = 0;
+		if (l) {
+			uint64_t rv = 0;
+			/* Never regress: a stored copy newer than the listed one
+			 * (a watch event that raced the list) stays. */
+			if (stored_rv(r, e->key, &rv) == 0 && rv > l->num) {
+				if (unlinkat(r->n_fd, e->key, 0) < 0)
+					return -errno;
+				rc = link_old(r, e->key);
+			}
+		} else if (keep_unlisted(r, e->key)) {
+			rc = link_old(r, e->key);
+		}
 		if (rc < 0)
 			return rc;
 	}
-	struct strmap_entry *e;
-	for (size_t i = 0; (e = strmap_next(&r->existing, &i));) {
-		if (e->value == ENTRY_HANDLED)
-			continue;
-		int keep = keep_unlisted(r, e->key);
-		if (keep) {
-			int rc = link_old(r, e->key);
-			if (rc < 0)
-				return rc;
-		}
-	}
-	return flush_writes(r);
+	return 0;
 }
 
 /* ---- matchers of the view and its siblings ---- */
@@ -356,7 +360,7 @@ static int write_journal(struct replace *r)
 	snprintf(ino, sizeof ino, "%llu", (unsigned long long)st.st_ino);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "op", "replace", "tree",
 			      r->tree, "target", r->tpath, "ino", ino, "component",
-			      r->view->component, "resdir", r->resdir, "views", buf_cstr(&views));
+			      r->component, "resdir", r->resdir, "views", buf_cstr(&views));
 	buf_free(&views);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
@@ -457,7 +461,7 @@ static int undo_swap(struct replace *r)
 
 static int finish(struct replace *r)
 {
-	int rc = disk_views_save(r->d, r->view->component, r->resdir, &r->views);
+	int rc = disk_views_save(r->d, r->component, r->resdir, &r->views);
 	if (rc < 0) {
 		/* The view file could not be written (a full disk, most likely):
 		 * swap the old tree back so that nothing stored is lost.  If even
@@ -473,31 +477,27 @@ static int finish(struct replace *r)
 	return fs_fsync_dir_at(r->d->journal_fd, ".");
 }
 
-/* ---- the operation ---- */
+/* ---- the session ---- */
 
-static enum store_err check_items(const struct replace *r, const struct store_item *items, size_t n)
+static enum store_err check_item(const struct replace *r, const struct store_item *it)
 {
-	bool is_ns_resource = !strcmp(r->view->gvr.resource, "namespaces");
-	for (size_t i = 0; i < n; i++) {
-		const struct store_item *it = &items[i];
-		const char *ns = it->namespace && !is_ns_resource ? it->namespace : "";
-		if (!key_segment_ok(it->name, KEY_NAME_MAX))
-			return STORE_BAD_KEY;
-		if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
-			return STORE_BAD_KEY;
-		if (*r->rec.namespace && !is_ns_resource && strcmp(ns, r->rec.namespace))
-			return STORE_INVALID_CONTENT; /* not under the view's root */
-		if (!it->data || !it->len)
-			return STORE_EMPTY_CONTENT;
-	}
+	const char *ns = it->namespace && !r->is_ns_resource ? it->namespace : "";
+	if (!it->name || !key_segment_ok(it->name, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	if (*r->rec.namespace && !r->is_ns_resource && strcmp(ns, r->rec.namespace))
+		return STORE_INVALID_CONTENT; /* not under the view's root */
+	if (!it->data || !it->len)
+		return STORE_EMPTY_CONTENT;
 	return STORE_OK;
 }
 
-static int replace_locked(struct replace *r, const struct store_item *items, size_t n)
+static int commit_locked(struct replace *r)
 {
 	struct disk_store *d = r->d;
 	bool synthesized = false;
-	int rc = disk_views_load(d, r->view->component, r->resdir, &r->views, &synthesized);
+	int rc = disk_views_load(d, r->component, r->resdir, &r->views, &synthesized);
 	if (rc == 0 && synthesized) {
 		/* The Go YurtHub's "everything here was listed" stops being true
 		 * with our first list of this resource: from now on only real
@@ -515,7 +515,7 @@ static int replace_locked(struct replace *r, const struct store_item *items, siz
 		return r->t_fd;
 	if (r->t_fd >= 0 && (rc = scan_dir_files(r, r->t_fd, NULL)) < 0)
 		return rc;
-	if ((rc = build_tree(r, items, n)) < 0)
+	if ((rc = merge_old_tree(r)) < 0)
 		return rc;
 	if ((rc = write_journal(r)) < 0)
 		return rc;
@@ -526,7 +526,7 @@ static int replace_locked(struct replace *r, const struct store_item *items, siz
 	return finish(r);
 }
 
-static void replace_cleanup(struct replace *r, int rc)
+static void replace_free(struct replace *r)
 {
 	struct disk_store *d = r->d;
 	if (r->n_fd >= 0)
@@ -539,10 +539,9 @@ static void replace_cleanup(struct replace *r, int rc)
 	 * only T and the record. */
 	if (r->tree[0])
 		disk_reap(d, r->tree);
-	(void)rc;
-	for (size_t i = 0; i < r->npending; i++)
-		free(r->pending[i].rel);
+	drop_pending(r);
 	free(r->pending);
+	strmap_free(&r->listed);
 	strmap_free(&r->existing);
 	strmap_free(&r->n_dirs);
 	view_matcher_free(&r->self);
@@ -555,6 +554,8 @@ static void replace_cleanup(struct replace *r, int rc)
 	buf_free(&r->rel);
 	free(r->resdir);
 	free(r->tpath);
+	free(r->component);
+	free(r);
 }
 
 /* Is the new tree in place (T has N's inode)? */
@@ -576,15 +577,15 @@ static enum store_err prepare(struct replace *r, const struct store_view *view)
 		return STORE_EMPTY_KEY;
 	if (!key_component_ok(view->component))
 		return STORE_BAD_KEY;
-	const char *ns = view->namespace ? view->namespace : "";
-	if (!strcmp(view->gvr.resource, "namespaces"))
-		ns = "";
+	r->is_ns_resource = !strcmp(view->gvr.resource, "namespaces");
+	const char *ns = view->namespace && !r->is_ns_resource ? view->namespace : "";
 	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
 		return STORE_BAD_KEY;
 	r->resdir =
 	    key_resource_dir(d->layout, view->gvr.resource, view->gvr.version, view->gvr.group);
-	if (!r->resdir)
-		return STORE_BAD_KEY;
+	r->component = strdup(view->component);
+	if (!r->resdir || !r->component)
+		return r->resdir ? STORE_NOMEM : STORE_BAD_KEY;
 	struct store_view v = *view;
 	v.namespace = ns;
 	char *err = NULL;
@@ -608,36 +609,100 @@ static enum store_err prepare(struct replace *r, const struct store_view *view)
 	return STORE_OK;
 }
 
-enum store_err disk_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
-				 const struct store_item *items, size_t n)
+static int make_new_tree(struct replace *r)
+{
+	disk_seq_name(r->d, 'r', r->tree, sizeof r->tree);
+	if (mkdirat(r->d->staging_fd, r->tree, FS_DIR_MODE) < 0) {
+		r->tree[0] = '\0';
+		return -errno;
+	}
+	r->n_fd = openat(r->d->staging_fd, r->tree, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return r->n_fd < 0 ? -errno : 0;
+}
+
+enum store_err disk_replace_begin(struct store *s, const struct store_view *view,
+				  struct store_replace **out)
 {
 	struct disk_store *d = disk_of(s);
-	struct replace r = {.d = d, .view = view, .list_rv = list_rv, .t_fd = -1, .n_fd = -1};
-	enum store_err e = prepare(&r, view);
-	if (e == STORE_OK)
-		e = check_items(&r, items, n);
+	*out = NULL;
+	struct replace *r = calloc(1, sizeof *r);
+	if (!r)
+		return STORE_NOMEM;
+	r->base.store = s;
+	r->d = d;
+	r->t_fd = r->n_fd = -1;
+	enum store_err e = prepare(r, view);
 	if (e == STORE_OK && (d->flags & DISK_READ_ONLY))
 		e = store_fail_errno(EROFS);
+	if (e == STORE_OK) {
+		int rc = make_new_tree(r);
+		if (rc < 0)
+			e = store_fail_errno(rc);
+	}
 	if (e != STORE_OK) {
-		replace_cleanup(&r, -1);
+		replace_free(r);
 		return e;
 	}
-	pthread_rwlock_t *rl = disk_res_lock(d, view->component, r.resdir);
-	pthread_rwlock_rdlock(&d->global);
-	pthread_rwlock_wrlock(rl);
-	int rc = replace_locked(&r, items, n);
-	if (rc < 0 && r.journal[0] && !swapped(&r)) {
-		/* Failed before the swap: the record describes nothing. */
-		unlinkat(d->journal_fd, r.journal, 0);
-		r.journal[0] = '\0';
-	}
-	pthread_rwlock_unlock(rl);
-	pthread_rwlock_unlock(&d->global);
-	atomic_fetch_add(&d->replaces, rc == 0);
-	replace_cleanup(&r, rc);
-	if (rc < 0) {
-		log_warn("disk store: replace of %s failed: %s", view->component, strerror(-rc));
-		return store_fail_errno(rc);
-	}
+	*out = &r->base;
 	return STORE_OK;
+}
+
+enum store_err disk_replace_add(struct store_replace *sr, const struct store_item *it)
+{
+	struct replace *r = (struct replace *)sr;
+	enum store_err e = check_item(r, it);
+	if (e != STORE_OK)
+		return e;
+	struct store_item item = *it;
+	if (r->is_ns_resource)
+		item.namespace = "";
+	const char *rel = item_rel(r, &item);
+	if (!rel)
+		return STORE_NOMEM;
+	int rc = 0;
+	struct strmap_entry *l = strmap_get(&r->listed, rel);
+	if (l && r->npending)
+		rc = flush_writes(r); /* listed twice: the earlier copy must land first */
+	if (rc == 0 && !l && !(l = strmap_put(&r->listed, rel, NULL)))
+		rc = -ENOMEM;
+	if (rc == 0) {
+		l->num = it->rv;
+		rc = queue_write(r, rel, it->data, it->len);
+	}
+	if (rc == 0 && (r->npending >= BATCH_FILES || r->pending_bytes >= BATCH_BYTES))
+		rc = flush_writes(r);
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
+void disk_replace_abort(struct store_replace *sr)
+{
+	if (sr)
+		replace_free((struct replace *)sr);
+}
+
+enum store_err disk_replace_commit(struct store_replace *sr, uint64_t list_rv)
+{
+	struct replace *r = (struct replace *)sr;
+	struct disk_store *d = r->d;
+	r->list_rv = list_rv;
+	int rc = r->npending ? flush_writes(r) : 0;
+	if (rc == 0) {
+		pthread_rwlock_t *rl = disk_res_lock(d, r->component, r->resdir);
+		pthread_rwlock_rdlock(&d->global);
+		pthread_rwlock_wrlock(rl);
+		rc = commit_locked(r);
+		if (rc < 0 && r->journal[0] && !swapped(r)) {
+			/* Failed before the swap: the record describes nothing. */
+			unlinkat(d->journal_fd, r->journal, 0);
+			r->journal[0] = '\0';
+		}
+		pthread_rwlock_unlock(rl);
+		pthread_rwlock_unlock(&d->global);
+	}
+	atomic_fetch_add(&d->replaces, rc == 0);
+	if (rc < 0)
+		log_warn("disk store: replace of %s/%s failed: %s", r->component, r->resdir,
+			 strerror(-rc));
+	replace_free(r);
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
 }

@@ -97,10 +97,42 @@ enum store_err store_update(struct store *s, const struct store_key *key, const 
 	return s->ops->update(s, key, data, len, rv, stored);
 }
 
+enum store_err store_replace_begin(struct store *s, const struct store_view *view,
+				   struct store_replace **out)
+{
+	return s->ops->replace_begin(s, view, out);
+}
+
+enum store_err store_replace_add(struct store_replace *r, const struct store_item *item)
+{
+	return r->store->ops->replace_add(r, item);
+}
+
+enum store_err store_replace_commit(struct store_replace *r, uint64_t list_rv)
+{
+	return r->store->ops->replace_commit(r, list_rv);
+}
+
+void store_replace_abort(struct store_replace *r)
+{
+	if (r)
+		r->store->ops->replace_abort(r);
+}
+
 enum store_err store_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
 				  const struct store_item *items, size_t n)
 {
-	return s->ops->replace_view(s, view, list_rv, items, n);
+	struct store_replace *r;
+	enum store_err e = store_replace_begin(s, view, &r);
+	if (e != STORE_OK)
+		return e;
+	for (size_t i = 0; e == STORE_OK && i < n; i++)
+		e = store_replace_add(r, &items[i]);
+	if (e != STORE_OK) {
+		store_replace_abort(r);
+		return e;
+	}
+	return store_replace_commit(r, list_rv);
 }
 
 enum store_err store_get_view(struct store *s, const struct store_view *view,

@@ -12,11 +12,13 @@
  *  - update() never lets an older resourceVersion replace a newer one; equal
  *    is accepted.  On conflict it returns STORE_CONFLICT and the stored bytes.
  *  - Lists are *views*: (component, gvr, namespace or all, label selector,
- *    field selector).  replace_view() makes the store hold the listed objects
+ *    field selector).  A replace of a view makes the store hold the listed objects
  *    (never regressing one held at a newer rv), removes objects of that view
  *    that are gone unless another view of the same component still covers
  *    them, and records the view with the list's resourceVersion.  A view that
  *    was listed and came back empty is different from one never listed.
+ *    A replace is a session (begin, add per object, commit or abort) so that
+ *    a list can be stored while it streams past, never held whole in memory.
  *  - Cluster info (/version, discovery documents) is kept by URL path.
  *
  * Errors are the distinct values of enum store_err.  Calls are thread-safe.
@@ -91,6 +93,11 @@ struct store_item {
 	size_t len;
 };
 
+/* A replace in progress.  Every backend's session starts with this. */
+struct store_replace {
+	struct store *store;
+};
+
 /* What the store knows of a view. */
 struct store_view_state {
 	char *namespace, *label_selector, *field_selector; /* canonical, owned */
@@ -119,8 +126,16 @@ struct store_ops {
 			       void *ctx);
 	enum store_err (*update)(struct store *s, const struct store_key *key, const char *data,
 				 size_t len, uint64_t rv, struct buf *stored);
-	enum store_err (*replace_view)(struct store *s, const struct store_view *view,
-				       uint64_t list_rv, const struct store_item *items, size_t n);
+	/* A view replace: begin, add each listed object (in list order; a name
+	 * listed twice: the later copy wins), then commit with the list's rv,
+	 * or abort.  Nothing is visible before commit (the disk store shows the
+	 * whole new view at once; etcd may apply guarded parts as it goes, each
+	 * safe on its own).  commit and abort free the session. */
+	enum store_err (*replace_begin)(struct store *s, const struct store_view *view,
+					struct store_replace **out);
+	enum store_err (*replace_add)(struct store_replace *r, const struct store_item *item);
+	enum store_err (*replace_commit)(struct store_replace *r, uint64_t list_rv);
+	void (*replace_abort)(struct store_replace *r);
 	enum store_err (*get_view)(struct store *s, const struct store_view *view,
 				   struct store_view_state *out);
 	enum store_err (*set_view_rv)(struct store *s, const struct store_view *view, uint64_t rv);
@@ -152,6 +167,12 @@ enum store_err store_list(struct store *s, const struct store_key *root, store_o
 			  void *ctx);
 enum store_err store_update(struct store *s, const struct store_key *key, const char *data,
 			    size_t len, uint64_t rv, struct buf *stored);
+enum store_err store_replace_begin(struct store *s, const struct store_view *view,
+				   struct store_replace **out);
+enum store_err store_replace_add(struct store_replace *r, const struct store_item *item);
+enum store_err store_replace_commit(struct store_replace *r, uint64_t list_rv);
+void store_replace_abort(struct store_replace *r);
+/* The whole replace in one call, for lists already in memory. */
 enum store_err store_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
 				  const struct store_item *items, size_t n);
 enum store_err store_get_view(struct store *s, const struct store_view *view,

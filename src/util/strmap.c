@@ -47,6 +47,7 @@ struct strmap_entry *strmap_put(struct strmap *m, const char *key, void *value)
 		e->key = strdup(key);
 		if (!e->key)
 			return NULL;
+		e->num = 0;
 		m->len++;
 	}
 	e->value = value;

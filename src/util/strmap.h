@@ -9,10 +9,12 @@
 #define YURTHUB_UTIL_STRMAP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct strmap_entry {
 	char *key; /* NULL: empty slot */
 	void *value;
+	uint64_t num; /* a number the caller may keep beside value */
 };
 
 struct strmap {

@@ -457,6 +457,43 @@ static void test_view_refuses_bad_names(void **state)
 	assert_int_equal(count_list(s, "kubelet", ""), -1);
 }
 
+static void test_replace_session_abort(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	put(s, "kubelet", "a", "kept", 5, NULL);
+	struct store_view v = view_of("kubelet", "", "", "");
+	struct store_replace *r;
+	assert_int_equal(store_replace_begin(s, &v, &r), STORE_OK);
+	struct items it = {0};
+	item_add(&it, "a", "new", 10, NULL);
+	assert_int_equal(store_replace_add(r, &it.v[0]), STORE_OK);
+	items_free(&it);
+	store_replace_abort(r);
+	/* nothing happened: no view, the old object stands, the new one absent */
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &v, &st), STORE_NOT_FOUND);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "kept"), 5);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "new"), 0);
+}
+
+static void test_replace_session_later_copy_wins(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", "", "");
+	struct store_replace *r;
+	assert_int_equal(store_replace_begin(s, &v, &r), STORE_OK);
+	struct items it = {0};
+	item_add(&it, "a", "twice", 7, NULL);
+	item_add(&it, "a", "other", 8, NULL);
+	item_add(&it, "a", "twice", 9, NULL);
+	for (size_t i = 0; i < it.n; i++)
+		assert_int_equal(store_replace_add(r, &it.v[i]), STORE_OK);
+	items_free(&it);
+	assert_int_equal(store_replace_commit(r, 10), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "twice"), 9);
+	assert_int_equal(stored_rv(s, "kubelet", "a", "other"), 8);
+}
+
 /* ---- component operations ---- */
 
 struct keys_seen {
@@ -639,6 +676,8 @@ int store_contract_run(struct contract_backend *b)
 	    cmocka_unit_test_setup_teardown(test_view_selector_canonical, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_views, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_view_refuses_bad_names, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replace_session_abort, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replace_session_later_copy_wins, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_delete_component, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),

@@ -1,0 +1,98 @@
+/*
+ * stream.h - incremental decoders for what the API server streams back:
+ * a list ({"kind":"PodList","metadata":{...},"items":[...]}) and a watch
+ * (one {"type":"ADDED","object":{...}} after another).
+ *
+ * They are fed the response body in whatever chunks it arrives, never hold
+ * more than the item or event being decoded, and call back once per item or
+ * event with its exact bytes (as the server sent them: no re-encoding) and
+ * the metadata the cache needs.  One parse: the same pass validates the JSON,
+ * finds the spans and picks the metadata.
+ */
+#ifndef YURTHUB_KUBE_STREAM_H
+#define YURTHUB_KUBE_STREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the decoders pick from an object. Strings are NUL-terminated, "" when
+ * absent, and valid only during the callback. */
+struct stream_object {
+	const char *data; /* the object's bytes, exactly as received */
+	size_t len;
+	const char *name, *namespace;
+	const char *resource_version; /* metadata.resourceVersion */
+	uint64_t rv;                  /* parsed, 0 when absent/unparsable */
+	const char *kind;
+};
+
+/* ---- lists ---- */
+
+struct list_meta {
+	char kind[64];            /* top-level kind, e.g. "PodList", "Status", "Table" */
+	char resource_version[32];
+	uint64_t rv;
+	char *continue_token;     /* malloc'ed, NULL when absent; owned by the decoder */
+	long remaining_item_count;/* -1 when absent */
+	size_t items;             /* items seen */
+};
+
+/* Return 0 to go on; non-zero stops decoding (feed then returns -1). */
+typedef int (*list_item_fn)(void *ctx, const struct stream_object *item);
+
+struct list_decoder;
+
+struct list_decoder *list_decoder_new(list_item_fn on_item, void *ctx);
+/* 0, or -1 on malformed JSON / a stop from the callback / ENOMEM.  Once -1,
+ * later calls return -1. */
+int list_decoder_feed(struct list_decoder *d, const char *data, size_t len);
+/* End of body: 0 when exactly one complete JSON object was seen (and *meta is
+ * filled), -1 otherwise. */
+int list_decoder_finish(struct list_decoder *d, struct list_meta *meta);
+/* The metadata seen so far (useful before finish). */
+const struct list_meta *list_decoder_meta(const struct list_decoder *d);
+/* A one-line reason after -1 ("malformed JSON at byte 1234", ...). */
+const char *list_decoder_error(const struct list_decoder *d);
+void list_decoder_free(struct list_decoder *d);
+
+/* ---- watches ---- */
+
+enum watch_type { WATCH_ADDED, WATCH_MODIFIED, WATCH_DELETED, WATCH_BOOKMARK, WATCH_ERROR };
+
+struct watch_event {
+	enum watch_type type;
+	struct stream_object object;
+	bool initial_events_end; /* a BOOKMARK annotated k8s.io/initial-events-end=true */
+	int error_code;          /* WATCH_ERROR: the Status object's code (e.g. 410), else 0 */
+};
+
+typedef int (*watch_event_fn)(void *ctx, const struct watch_event *ev);
+
+struct watch_decoder;
+
+struct watch_decoder *watch_decoder_new(watch_event_fn on_event, void *ctx);
+/* Events may be separated by newlines or nothing; an event whose type is
+ * unknown or whose object is missing is an error (-1). */
+int watch_decoder_feed(struct watch_decoder *d, const char *data, size_t len);
+/* 0 when the stream ended between events, -1 when cut inside one. */
+int watch_decoder_finish(struct watch_decoder *d);
+const char *watch_decoder_error(const struct watch_decoder *d);
+void watch_decoder_free(struct watch_decoder *d);
+
+/* ---- gzip ---- */
+
+/* Content-Encoding: gzip bodies are passed to clients untouched and inflated
+ * only for the decoders.  Output is bounded: more than max_out bytes in all
+ * is an error (a gzip bomb). */
+typedef int (*inflate_out_fn)(void *ctx, const char *data, size_t len);
+
+struct gunzip;
+
+struct gunzip *gunzip_new(size_t max_out, inflate_out_fn out, void *ctx);
+/* 0, or -1 on corrupt data, a stop from out, or too much output. */
+int gunzip_feed(struct gunzip *g, const char *data, size_t len);
+int gunzip_finish(struct gunzip *g); /* -1 if the stream was cut */
+void gunzip_free(struct gunzip *g);
+
+#endif
