@@ -34,6 +34,7 @@ test: deps $(SANBUILD)/build.ninja
 
 bench: build
 	bench/run-disk-bench.sh $(BUILD)/bench/disk_bench
+	/usr/bin/python3 bench/proxy_bench.py $(BUILD)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -17,9 +17,12 @@ mkdir -p "$LOG"
 SUITES="
 tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_key
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
-tests/test_config tests/test_cache_cmd tests/contract_disk
+tests/test_config tests/test_cache_cmd tests/test_stream tests/test_cache tests/test_requestinfo
+tests/test_base64 tests/test_kubeconfig tests/contract_disk
 tests/crash_test
 script:tests/cli/test_cli.sh
+py:tests/double/selftest.sh
+py:tests/e2e/test_online.py
 "
 
 total_pass=0
@@ -27,6 +30,8 @@ total_fail=0
 for s in $SUITES; do
 	case $s in
 	script:*) cmd="sh $ROOT/${s#script:}"; name=$(basename "${s#script:}") ;;
+	py:*.sh) cmd="sh $ROOT/${s#py:}"; name=$(basename "${s#py:}") ;;
+	py:*) cmd="/usr/bin/python3 $ROOT/${s#py:}"; name=$(basename "${s#py:}") ;;
 	*) cmd="$B/$s"; name=$(basename "$s") ;;
 	esac
 	out="$LOG/$name.log"

@@ -8,6 +8,7 @@
 
 #include "cli/cache_cmd.h"
 #include "config.h"
+#include "hub.h"
 #include "version.h"
 
 int main(int argc, char **argv)
@@ -40,8 +41,7 @@ int main(int argc, char **argv)
 		config_free(&cfg);
 		return 2;
 	}
-	fprintf(stderr, "yurthub: the hub daemon is not part of this build yet; "
-			"use 'yurthub cache' to inspect a cache directory\n");
+	int status = hub_run(&cfg);
 	config_free(&cfg);
-	return 1;
+	return status;
 }

@@ -13,14 +13,14 @@
 #include "util/buf.h"
 
 struct kubeconfig {
-	char *server;                /* NULL when absent */
-	char *tls_server_name;       /* NULL when absent */
+	char *server;	       /* NULL when absent */
+	char *tls_server_name; /* NULL when absent */
 	bool insecure_skip_tls_verify;
-	char *ca_file;               /* absolute path, or NULL */
-	struct buf ca_data;          /* decoded PEM, empty when absent */
+	char *ca_file;	    /* absolute path, or NULL */
+	struct buf ca_data; /* decoded PEM, empty when absent */
 	char *client_cert_file, *client_key_file;
 	struct buf client_cert_data, client_key_data;
-	char *token;                 /* NULL when absent */
+	char *token; /* NULL when absent */
 	char *token_file;
 };
 

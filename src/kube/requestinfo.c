@@ -30,7 +30,6 @@
  */
 #include "kube/requestinfo.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -78,8 +77,7 @@ static int hex_value(char c)
 
 /* Decode s[0..n) into a new string; plus_space turns '+' into ' ' (query
  * components).  On DEC_BAD_ESCAPE *bad is the offset of the bad '%'. */
-static enum decode_rc pct_decode(const char *s, size_t n, bool plus_space, char **out,
-				 size_t *bad)
+static enum decode_rc pct_decode(const char *s, size_t n, bool plus_space, char **out, size_t *bad)
 {
 	char *d = malloc(n + 1);
 	if (!d)
@@ -111,20 +109,23 @@ static enum decode_rc pct_decode(const char *s, size_t n, bool plus_space, char 
 	return DEC_OK;
 }
 
-/* pct_decode with the error turned into a message about `what`. */
-static int decode(const char *s, size_t n, bool plus_space, const char *what, char **out,
-		  char **err)
+/* pct_decode with the error turned into a message about `what`, followed
+ * by `name` in quotes when name is not NULL. */
+static int decode(const char *s, size_t n, bool plus_space, const char *what, const char *name,
+		  char **out, char **err)
 {
 	size_t bad = 0;
+	const char *q = name ? " \"" : "", *nm = name ? name : "", *eq = name ? "\"" : "";
 	switch (pct_decode(s, n, plus_space, out, &bad)) {
 	case DEC_OK:
 		return 0;
 	case DEC_BAD_ESCAPE: {
 		int show = n - bad < 3 ? (int)(n - bad) : 3;
-		return fail(err, "invalid URL escape \"%.*s\" in %s", show, s + bad, what);
+		return fail(err, "invalid URL escape \"%.*s\" in %s%s%s%s", show, s + bad, what, q,
+			    nm, eq);
 	}
 	case DEC_NUL:
-		return fail(err, "%s contains an encoded NUL byte (%%00)", what);
+		return fail(err, "encoded NUL byte (%%00) in %s%s%s%s", what, q, nm, eq);
 	default:
 		return oom(err);
 	}
@@ -185,13 +186,13 @@ static int query_add_pair(struct query *q, const char *s, size_t n, char **err)
 	const char *eq = memchr(s, '=', n);
 	size_t klen = eq ? (size_t)(eq - s) : n;
 	char *key = NULL, *value = NULL;
-	if (decode(s, klen, true, "a query parameter name", &key, err) < 0)
+	if (decode(s, klen, true, "a query parameter name", NULL, &key, err) < 0)
 		return -1;
 	int idx = qparam_lookup(key);
-	const char *what = idx >= 0 ? qparam_names[idx] : "a query parameter value";
 	free(key);
 	const char *v = eq ? eq + 1 : s + n;
-	if (decode(v, (size_t)(s + n - v), true, what, &value, err) < 0)
+	if (decode(v, (size_t)(s + n - v), true, idx >= 0 ? "query parameter" : "a query value",
+		   idx >= 0 ? qparam_names[idx] : NULL, &value, err) < 0)
 		return -1;
 	if (idx >= 0 && !q->v[idx])
 		q->v[idx] = value;
@@ -246,7 +247,7 @@ static int parse_nonneg(const char *s, long *out)
 		if (*s < '0' || *s > '9')
 			return -1;
 		unsigned d = (unsigned)(*s - '0');
-		if (v > (INT64_MAX - d) / 10)
+		if (v > ((unsigned long long)INT64_MAX - d) / 10)
 			return -1;
 		v = v * 10 + d;
 	}
@@ -258,22 +259,32 @@ static int parse_nonneg(const char *s, long *out)
 	return 0;
 }
 
+/* "query parameter "p": "<value>" is not <what>", the value cut short and
+ * its control characters shown as '?' so that the message stays one line. */
+static int bad_value(const struct query *q, enum qparam p, const char *what, char **err)
+{
+	char *shown = strndup(q->v[p], 64);
+	if (!shown)
+		return oom(err);
+	for (char *c = shown; *c; c++)
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			*c = '?';
+	fail(err, "query parameter \"%s\": \"%s\" is not %s", qparam_names[p], shown, what);
+	free(shown);
+	return -1;
+}
+
 static int get_bool(const struct query *q, enum qparam p, bool *out, char **err)
 {
-	if (!q->v[p])
-		return 0;
-	if (request_parse_bool(q->v[p], out) < 0)
-		return fail(err, "%s: invalid boolean \"%.64s\"", qparam_names[p], q->v[p]);
+	if (q->v[p] && request_parse_bool(q->v[p], out) < 0)
+		return bad_value(q, p, "a boolean", err);
 	return 0;
 }
 
 static int get_nonneg(const struct query *q, enum qparam p, long *out, char **err)
 {
-	if (!q->v[p])
-		return 0;
-	if (parse_nonneg(q->v[p], out) < 0)
-		return fail(err, "%s: \"%.64s\" is not a non-negative integer", qparam_names[p],
-			    q->v[p]);
+	if (q->v[p] && parse_nonneg(q->v[p], out) < 0)
+		return bad_value(q, p, "a non-negative integer", err);
 	return 0;
 }
 
@@ -288,8 +299,8 @@ static int apply_query(struct request_info *ri, struct query *q, bool *watch, ch
 		return -1;
 	ri->send_initial_events_set = q->v[Q_SEND_INITIAL] != NULL;
 	char **dst[] = {
-	    [Q_LABEL] = &ri->label_selector,  [Q_FIELD] = &ri->field_selector,
-	    [Q_RV] = &ri->resource_version,   [Q_RV_MATCH] = &ri->resource_version_match,
+	    [Q_LABEL] = &ri->label_selector,	[Q_FIELD] = &ri->field_selector,
+	    [Q_RV] = &ri->resource_version,	[Q_RV_MATCH] = &ri->resource_version_match,
 	    [Q_CONTINUE] = &ri->continue_token,
 	};
 	for (int i = 0; i < (int)(sizeof dst / sizeof dst[0]); i++) {
@@ -521,8 +532,7 @@ static void resolve_parts(struct path_info *pi, char **v, size_t n)
 	pi->resource = v[0];
 }
 
-static int resolve_path(const struct parts *p, const char *method, struct path_info *pi,
-			char **err)
+static int resolve_path(const struct parts *p, const char *method, struct path_info *pi, char **err)
 {
 	char **v = p->v;
 	size_t n = p->n;
@@ -577,8 +587,8 @@ static int fill_empty(struct request_info *ri)
 {
 	return dup_field(&ri->label_selector, NULL) | dup_field(&ri->field_selector, NULL) |
 	       dup_field(&ri->resource_version, NULL) |
-	       dup_field(&ri->resource_version_match, NULL) |
-	       dup_field(&ri->continue_token, NULL) | dup_field(&ri->as_table_hint, NULL);
+	       dup_field(&ri->resource_version_match, NULL) | dup_field(&ri->continue_token, NULL) |
+	       dup_field(&ri->as_table_hint, NULL);
 }
 
 /* "GET\0get": the method as received, then its lower-case form, which
@@ -622,8 +632,7 @@ static int refine_verb(struct request_info *ri, bool watch, char **err)
 	return 0;
 }
 
-static int parse_into(const char *method, const char *raw_uri, struct request_info *ri,
-		      char **err)
+static int parse_into(const char *method, const char *raw_uri, struct request_info *ri, char **err)
 {
 	if (check_uri(method, raw_uri, err) < 0)
 		return -1;
@@ -632,7 +641,7 @@ static int parse_into(const char *method, const char *raw_uri, struct request_in
 		return oom(err);
 	const char *q = strchr(raw_uri, '?');
 	size_t plen = q ? (size_t)(q - raw_uri) : strlen(raw_uri);
-	if (decode(raw_uri, plen, false, "the path", &ri->path, err) < 0)
+	if (decode(raw_uri, plen, false, "the path", NULL, &ri->path, err) < 0)
 		return -1;
 	struct query query = {0};
 	bool watch = false;
@@ -676,11 +685,21 @@ int request_info_parse(const char *method, const char *raw_uri, struct request_i
 void request_info_free(struct request_info *ri)
 {
 	char **fields[] = {
-	    &ri->method,	 &ri->path,	      &ri->api_prefix,
-	    &ri->api_group,	 &ri->api_version,    &ri->namespace,
-	    &ri->resource,	 &ri->subresource,    &ri->name,
-	    &ri->label_selector, &ri->field_selector, &ri->resource_version,
-	    &ri->resource_version_match, &ri->continue_token, &ri->as_table_hint,
+	    &ri->method,
+	    &ri->path,
+	    &ri->api_prefix,
+	    &ri->api_group,
+	    &ri->api_version,
+	    &ri->namespace,
+	    &ri->resource,
+	    &ri->subresource,
+	    &ri->name,
+	    &ri->label_selector,
+	    &ri->field_selector,
+	    &ri->resource_version,
+	    &ri->resource_version_match,
+	    &ri->continue_token,
+	    &ri->as_table_hint,
 	};
 	for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
 		free(*fields[i]);
@@ -692,14 +711,10 @@ void request_info_free(struct request_info *ri)
 const char *request_info_verb(const struct request_info *ri)
 {
 	static const char *const names[] = {
-	    [VERB_GET] = "get",
-	    [VERB_LIST] = "list",
-	    [VERB_WATCH] = "watch",
-	    [VERB_CREATE] = "create",
-	    [VERB_UPDATE] = "update",
-	    [VERB_PATCH] = "patch",
-	    [VERB_DELETE] = "delete",
-	    [VERB_DELETECOLLECTION] = "deletecollection",
+	    [VERB_GET] = "get",	      [VERB_LIST] = "list",
+	    [VERB_WATCH] = "watch",   [VERB_CREATE] = "create",
+	    [VERB_UPDATE] = "update", [VERB_PATCH] = "patch",
+	    [VERB_DELETE] = "delete", [VERB_DELETECOLLECTION] = "deletecollection",
 	    [VERB_PROXY] = "proxy",
 	};
 	if (ri->verb >= VERB_GET && ri->verb < VERB_OTHER)

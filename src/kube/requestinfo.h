@@ -31,15 +31,15 @@ enum req_verb {
 struct request_info {
 	bool is_resource;
 	enum req_verb verb;
-	char *method;      /* "GET", ... as received */
-	char *path;        /* percent-decoded path, no query */
-	char *api_prefix;  /* "api" or "apis" (resource requests) */
-	char *api_group;   /* "" for the core group */
+	char *method;	  /* "GET", ... as received */
+	char *path;	  /* percent-decoded path, no query */
+	char *api_prefix; /* "api" or "apis" (resource requests) */
+	char *api_group;  /* "" for the core group */
 	char *api_version;
-	char *namespace;   /* "" when none */
+	char *namespace; /* "" when none */
 	char *resource;
 	char *subresource; /* "" when none */
-	char *name;        /* "" when none; from fieldSelector metadata.name=X for list/watch */
+	char *name;	   /* "" when none; from fieldSelector metadata.name=X for list/watch */
 
 	/* list and watch options ("" / -1 / false when absent) */
 	char *label_selector;
@@ -47,11 +47,11 @@ struct request_info {
 	char *resource_version;
 	char *resource_version_match;
 	char *continue_token;
-	long limit;           /* 0 when absent */
+	long limit;	      /* 0 when absent */
 	long timeout_seconds; /* -1 when absent */
 	bool allow_watch_bookmarks;
 	bool send_initial_events_set, send_initial_events;
-	char *as_table_hint;  /* reserved: "" */
+	char *as_table_hint; /* reserved: "" */
 };
 
 /* Parse one request.  raw_uri is the request target as sent ("/api/v1/pods?

@@ -23,19 +23,19 @@ struct stream_object {
 	size_t len;
 	const char *name, *namespace;
 	const char *resource_version; /* metadata.resourceVersion */
-	uint64_t rv;                  /* parsed, 0 when absent/unparsable */
+	uint64_t rv;		      /* parsed, 0 when absent/unparsable */
 	const char *kind;
 };
 
 /* ---- lists ---- */
 
 struct list_meta {
-	char kind[64];            /* top-level kind, e.g. "PodList", "Status", "Table" */
+	char kind[64]; /* top-level kind, e.g. "PodList", "Status", "Table" */
 	char resource_version[32];
 	uint64_t rv;
-	char *continue_token;     /* malloc'ed, NULL when absent; owned by the decoder */
-	long remaining_item_count;/* -1 when absent */
-	size_t items;             /* items seen */
+	char *continue_token;	   /* malloc'ed, NULL when absent; owned by the decoder */
+	long remaining_item_count; /* -1 when absent */
+	size_t items;		   /* items seen */
 };
 
 /* Return 0 to go on; non-zero stops decoding (feed then returns -1). */
@@ -64,7 +64,7 @@ struct watch_event {
 	enum watch_type type;
 	struct stream_object object;
 	bool initial_events_end; /* a BOOKMARK annotated k8s.io/initial-events-end=true */
-	int error_code;          /* WATCH_ERROR: the Status object's code (e.g. 410), else 0 */
+	int error_code;		 /* WATCH_ERROR: the Status object's code (e.g. 410), else 0 */
 };
 
 typedef int (*watch_event_fn)(void *ctx, const struct watch_event *ev);

@@ -69,7 +69,7 @@ struct replace {
 	size_t npending, cap_pending, pending_bytes;
 };
 
-#define BATCH_FILES 1024     /* a batch of added objects written at once */
+#define BATCH_FILES 1024 /* a batch of added objects written at once */
 #define BATCH_BYTES (4u << 20)
 
 /* ---- scanning T ---- */
@@ -196,9 +196,9 @@ static void drop_pending(struct replace *r)
 
 static int write_one(int n_fd, const struct pending_write *w)
 {
-	/* O_TRUNC, not O_EXCL: an object listed twice is written twice, in
-	 * order (see replace_add), and the later copy wins. */
-	int fd = openat(n_fd, w->rel, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, FS_FILE_MODE);
+	/* O_EXCL: never write through a hard link into a stored file (an
+	 * object listed twice has its earlier copy unlinked first). */
+	int fd = openat(n_fd, w->rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, FS_FILE_MODE);
 	if (fd < 0)
 		return -errno;
 	int rc = fs_write_all(fd, w->data, w->len);
@@ -207,50 +207,58 @@ static int write_one(int n_fd, const struct pending_write *w)
 	return rc;
 }
 
-struct write_range {
+struct write_share {
 	int n_fd;
 	const struct pending_write *w;
-	size_t from, to;
+	size_t n, nthreads, index;
 	int rc;
 };
 
-static void *write_range_main(void *p)
+/* Files of one directory all go to one thread: threads creating files in
+ * the same directory only spin on its lock. */
+static size_t dir_slot(const char *rel, size_t nthreads)
 {
-	struct write_range *wr = p;
-	for (size_t i = wr->from; i < wr->to && wr->rc == 0; i++)
-		wr->rc = write_one(wr->n_fd, &wr->w[i]);
+	size_t h = 5381;
+	for (const char *c = rel; *c && *c != '/'; c++)
+		h = h * 33 + (unsigned char)*c;
+	return strchr(rel, '/') ? h % nthreads : 0;
+}
+
+static void *write_share_main(void *p)
+{
+	struct write_share *ws = p;
+	for (size_t i = 0; i < ws->n && ws->rc == 0; i++)
+		if (dir_slot(ws->w[i].rel, ws->nthreads) == ws->index)
+			ws->rc = write_one(ws->n_fd, &ws->w[i]);
 	return NULL;
 }
 
 /* Creating inodes is CPU work in the kernel; on a multi-core node the
- * files of a large list are written by several threads, each taking a
- * contiguous range (lists come sorted, so mostly distinct directories). */
+ * files of a large list are written by several threads, one per group of
+ * namespace directories. */
 static int flush_writes(struct replace *r)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	size_t nthreads = r->npending >= PARALLEL_MIN ? (size_t)(cpus > 1 ? cpus : 1) : 1;
 	if (nthreads > WRITERS_MAX)
 		nthreads = WRITERS_MAX;
-	struct write_range ranges[WRITERS_MAX];
+	struct write_share shares[WRITERS_MAX];
 	pthread_t tids[WRITERS_MAX];
 	bool started[WRITERS_MAX] = {false};
-	size_t per = (r->npending + nthreads - 1) / nthreads;
 	for (size_t t = 0; t < nthreads; t++) {
-		size_t from = t * per, to = from + per < r->npending ? from + per : r->npending;
-		ranges[t] = (struct write_range){r->n_fd, r->pending, from, to, 0};
-		if (t > 0 && pthread_create(&tids[t], NULL, write_range_main, &ranges[t]) == 0)
+		shares[t] = (struct write_share){r->n_fd, r->pending, r->npending, nthreads, t, 0};
+		if (t > 0 && pthread_create(&tids[t], NULL, write_share_main, &shares[t]) == 0)
 			started[t] = true;
 	}
 	for (size_t t = 0; t < nthreads; t++)
 		if (t == 0 || !started[t])
-			write_range_main(
-			    &ranges[t]); /* this thread, or a thread that did not start */
+			write_share_main(&shares[t]); /* this thread, or one that did not start */
 	int rc = 0;
 	for (size_t t = 0; t < nthreads; t++) {
 		if (started[t])
 			pthread_join(tids[t], NULL);
-		if (ranges[t].rc < 0 && rc == 0)
-			rc = ranges[t].rc;
+		if (shares[t].rc < 0 && rc == 0)
+			rc = shares[t].rc;
 	}
 	drop_pending(r);
 	return rc;
@@ -359,8 +367,8 @@ static int write_journal(struct replace *r)
 	char ino[32];
 	snprintf(ino, sizeof ino, "%llu", (unsigned long long)st.st_ino);
 	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "op", "replace", "tree",
-			      r->tree, "target", r->tpath, "ino", ino, "component",
-			      r->component, "resdir", r->resdir, "views", buf_cstr(&views));
+			      r->tree, "target", r->tpath, "ino", ino, "component", r->component,
+			      "resdir", r->resdir, "views", buf_cstr(&views));
 	buf_free(&views);
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
@@ -510,6 +518,8 @@ static int commit_locked(struct replace *r)
 		rc = -ENOMEM;
 	if (rc < 0)
 		return rc;
+	if (r->t_fd >= 0)
+		close(r->t_fd);
 	r->t_fd = fs_open_dir_at(d->base_fd, r->tpath);
 	if (r->t_fd < 0 && r->t_fd != -ENOENT)
 		return r->t_fd;
@@ -611,6 +621,11 @@ static enum store_err prepare(struct replace *r, const struct store_view *view)
 
 static int make_new_tree(struct replace *r)
 {
+	/* T as it is now, to link unchanged objects from while adding; it is
+	 * opened again under the lock at commit. */
+	r->t_fd = fs_open_dir_at(r->d->base_fd, r->tpath);
+	if (r->t_fd < 0)
+		r->t_fd = -1;
 	disk_seq_name(r->d, 'r', r->tree, sizeof r->tree);
 	if (mkdirat(r->d->staging_fd, r->tree, FS_DIR_MODE) < 0) {
 		r->tree[0] = '\0';
@@ -647,6 +662,17 @@ enum store_err disk_replace_begin(struct store *s, const struct store_view *view
 	return STORE_OK;
 }
 
+/* An object that T already holds at the listed rv costs a hard link, not a
+ * new file: a relist where little changed creates (and later deletes)
+ * almost no inodes.  If T changes before commit, the merge there sees it. */
+static int link_if_unchanged(struct replace *r, const char *rel, uint64_t rv)
+{
+	uint64_t stored = 0;
+	if (r->t_fd < 0 || stored_rv(r, rel, &stored) < 0 || stored != rv)
+		return 0;
+	return link_old(r, rel) == 0 ? 1 : 0;
+}
+
 enum store_err disk_replace_add(struct store_replace *sr, const struct store_item *it)
 {
 	struct replace *r = (struct replace *)sr;
@@ -661,13 +687,22 @@ enum store_err disk_replace_add(struct store_replace *sr, const struct store_ite
 		return STORE_NOMEM;
 	int rc = 0;
 	struct strmap_entry *l = strmap_get(&r->listed, rel);
-	if (l && r->npending)
-		rc = flush_writes(r); /* listed twice: the earlier copy must land first */
-	if (rc == 0 && !l && !(l = strmap_put(&r->listed, rel, NULL)))
+	if (l) {
+		/* listed twice: the earlier copy goes, the later one is taken */
+		if (r->npending)
+			rc = flush_writes(r);
+		if (rc == 0 && unlinkat(r->n_fd, rel, 0) < 0 && errno != ENOENT)
+			rc = -errno;
+	} else if (!(l = strmap_put(&r->listed, rel, NULL))) {
 		rc = -ENOMEM;
+	}
 	if (rc == 0) {
 		l->num = it->rv;
-		rc = queue_write(r, rel, it->data, it->len);
+		rc = link_if_unchanged(r, rel, it->rv);
+		if (rc == 0)
+			rc = queue_write(r, rel, it->data, it->len);
+		else if (rc > 0)
+			rc = 0;
 	}
 	if (rc == 0 && (r->npending >= BATCH_FILES || r->pending_bytes >= BATCH_BYTES))
 		rc = flush_writes(r);

@@ -113,17 +113,8 @@ int fs_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max)
+static int read_open_file(int fd, struct buf *out, size_t max)
 {
-	const char *last;
-	int pfd = fs_open_parent_at(dirfd, path, &last);
-	if (pfd < 0)
-		return pfd == -ELOOP ? -EINVAL : pfd;
-	int fd = openat(pfd, last, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	int err = errno;
-	close(pfd);
-	if (fd < 0)
-		return err == ELOOP ? -EINVAL : -err;
 	struct stat st;
 	int rc = 0;
 	if (fstat(fd, &st) < 0) {
@@ -171,6 +162,28 @@ int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max)
 out:
 	close(fd);
 	return rc;
+}
+
+int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max)
+{
+	const char *last;
+	int pfd = fs_open_parent_at(dirfd, path, &last);
+	if (pfd < 0)
+		return pfd == -ELOOP ? -EINVAL : pfd;
+	int fd = openat(pfd, last, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int err = errno;
+	close(pfd);
+	if (fd < 0)
+		return err == ELOOP ? -EINVAL : -err;
+	return read_open_file(fd, out, max);
+}
+
+int fs_read_operator_file(const char *path, struct buf *out, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	return read_open_file(fd, out, max);
 }
 
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, int *created)

@@ -34,6 +34,10 @@ int fs_write_all(int fd, const void *data, size_t len);
 /* Read a whole regular file (relative to dirfd) into out, at most max bytes:
  * -EFBIG when it is larger, -EISDIR / -EINVAL when it is not a regular file. */
 int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max);
+/* Read a file the operator named (a flag, a kubeconfig reference): the path
+ * is taken as given, links included, unlike the *_at helpers below the
+ * cache directory.  Same results as fs_read_file_at. */
+int fs_read_operator_file(const char *path, struct buf *out, size_t max);
 /* mkdir -p of a relative path below dirfd; *created (may be NULL) is set to 1
  * when at least one directory was made, so that the caller knows to fsync. */
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, int *created);

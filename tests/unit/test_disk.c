@@ -116,6 +116,16 @@ static unsigned long syncs_of(struct store *s)
 	return st.syncs;
 }
 
+static ino_t ino_of(const char *dir, const char *rel)
+{
+	struct buf p = BUF_INIT;
+	buf_printf(&p, "%s/%s", dir, rel);
+	struct stat st;
+	assert_int_equal(lstat(p.data, &st), 0);
+	buf_free(&p);
+	return st.st_ino;
+}
+
 /* ---- durability costs ---- */
 
 static void test_replace_costs_constant_syncs(void **state)
@@ -198,6 +208,26 @@ static void test_group_commit_shares_syncs(void **state)
 	assert_int_equal(after.commit_ops - before.commit_ops, N);
 	assert_int_equal(after.commit_batches - before.commit_batches, 1);
 	assert_true(after.syncs - before.syncs <= 2); /* one for data, one for the directory */
+}
+
+static void test_relist_of_unchanged_objects_links_them(void **state)
+{
+	struct fx *f = *state;
+	struct store_view v = cm_view("a");
+	struct itemset is;
+	itemset_make(&is, 50, "a", 7, "same");
+	assert_int_equal(store_replace_view(f->s, &v, 7, is.v, is.n), STORE_OK);
+	ino_t before = ino_of(f->dir, "agent/configmaps.v1.core/a/cm-00010");
+	/* the same list again, plus one changed object */
+	free(is.data[3]);
+	is.data[3] = cm_json("a", is.names[3], 8, "changed");
+	is.v[3] = (struct store_item){"a", is.names[3], 8, is.data[3], strlen(is.data[3])};
+	assert_int_equal(store_replace_view(f->s, &v, 8, is.v, is.n), STORE_OK);
+	itemset_free(&is);
+	assert_int_equal(ino_of(f->dir, "agent/configmaps.v1.core/a/cm-00010"), before);
+	char *changed = test_read_file(f->dir, "agent/configmaps.v1.core/a/cm-00003");
+	assert_non_null(strstr(changed, "changed"));
+	free(changed);
 }
 
 /* ---- what readers see ---- */
@@ -331,16 +361,6 @@ static void test_replace_seen_all_at_once(void **state)
 }
 
 /* ---- recovery of hand-made crash states ---- */
-
-static ino_t ino_of(const char *dir, const char *rel)
-{
-	struct buf p = BUF_INIT;
-	buf_printf(&p, "%s/%s", dir, rel);
-	struct stat st;
-	assert_int_equal(lstat(p.data, &st), 0);
-	buf_free(&p);
-	return st.st_ino;
-}
 
 static void write_journal(const char *dir, const char *name, const char *target, ino_t ino,
 			  const char *views)
@@ -573,6 +593,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_replace_costs_constant_syncs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_group_commit_shares_syncs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_relist_of_unchanged_objects_links_them, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_readers_never_see_torn_files, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_seen_all_at_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_rolls_forward, setup, teardown),

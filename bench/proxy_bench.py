@@ -1,0 +1,165 @@
+"""Proxy benchmark: the same requests direct to the test double, through the
+hub, and through nginx as a plain reverse proxy, measured side by side in one
+run.
+
+- a 10,000-pod LIST (16 requests, 8 concurrent)
+- 2,000 small GETs (8 concurrent)
+
+each once with a User-Agent the hub does not cache (pure proxying) and once as
+kubelet (proxying and caching).  Prints throughput, the ratios to nginx and to
+direct, and the hub's idle and peak RSS.  A benchmark, not a test: it never
+fails on a figure.
+
+usage: python3 bench/proxy_bench.py [BUILD_DIR]
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "e2e"))
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "build"))
+os.environ["YURTHUB_BUILD"] = BUILD
+from harness import Double, Hub, free_port, wait_for, get  # noqa: E402
+
+LOAD = os.path.join(BUILD, "bench", "http_load")
+KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
+ROUNDS = 3
+PLAIN = "bench-client/1.0"
+
+
+def start_nginx(workdir, upstream_port):
+    port = free_port()
+    conf = os.path.join(workdir, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write("""
+worker_processes auto;
+daemon off;
+pid %(w)s/nginx.pid;
+error_log %(w)s/nginx-error.log;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path %(w)s/nginx-body;
+    proxy_temp_path %(w)s/nginx-proxy;
+    fastcgi_temp_path %(w)s/nginx-fcgi;
+    uwsgi_temp_path %(w)s/nginx-uwsgi;
+    scgi_temp_path %(w)s/nginx-scgi;
+    upstream apiserver { server 127.0.0.1:%(up)d; keepalive 32; }
+    server {
+        listen 127.0.0.1:%(port)d;
+        location / {
+            proxy_pass http://apiserver;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_read_timeout 3600s;
+        }
+    }
+}
+""" % {"w": workdir, "up": upstream_port, "port": port})
+    proc = subprocess.Popen(["nginx", "-c", conf, "-p", workdir], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+    def up():
+        try:
+            return get("127.0.0.1", port, "/version")[0] == 200
+        except OSError:
+            return False
+    wait_for(up, 10, what="nginx")
+    return proc, port
+
+
+def load(port, path, n, c, ua):
+    out = subprocess.run([LOAD, "http://127.0.0.1:%d%s" % (port, path), str(n), str(c), ua],
+                         capture_output=True, text=True)
+    fields = dict(kv.split("=") for kv in out.stdout.split())
+    return float(fields.get("rps", 0)), float(fields.get("mbps", 0)), int(fields.get("ok", 0))
+
+
+def rss(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def main():
+    work = tempfile.mkdtemp(prefix="yurthub-proxy-bench-")
+    os.chmod(work, 0o755)  # nginx workers run as another user and keep temp files here
+    for d in ("nginx-body", "nginx-proxy", "nginx-fcgi", "nginx-uwsgi", "nginx-scgi"):
+        os.mkdir(os.path.join(work, d))
+        os.chmod(os.path.join(work, d), 0o777)
+    double = Double(work, ["--seed", "sample", "--node", "node1", "--pods", "10000"])
+    hub = None
+    nginx = None
+    try:
+        hub = Hub(work, [double.url], extra=["-v", "0"])
+        time.sleep(1)
+        idle = rss(hub.proc.pid, "VmRSS")
+        idle_anon = rss(hub.proc.pid, "RssAnon")
+        nginx, nginx_port = start_nginx(work, double.port)
+        targets = [("direct", double.port), ("hub", hub.proxy_port), ("nginx", nginx_port)]
+        cases = [("list 10k pods", "/api/v1/pods", 16, 8, "MB/s", 1),
+                 ("2000 small GETs", "/api/v1/namespaces/kube-system/configmaps/"
+                  "kube-root-ca.crt", 2000, 8, "req/s", 0)]
+        results = {}
+        for case, path, n, c, unit, col in cases:
+            for ua_name, ua in (("uncached", PLAIN), ("kubelet", KUBELET)):
+                samples = {name: [] for name, _ in targets}
+                oks = {name: 0 for name, _ in targets}
+                for rnd in range(ROUNDS):
+                    # rotate the order: no target always runs first or last
+                    order = targets[rnd % 3:] + targets[:rnd % 3]
+                    for name, port in order:
+                        load(port, path, max(2, n // 8), c, ua)  # warm up connections
+                        rps, mbps, ok = load(port, path, n, c, ua)
+                        samples[name].append(mbps if col else rps)
+                        oks[name] += ok
+                        if name == "hub":
+                            # let the cache catch up before the next measurement
+                            wait_for(lambda: (hub.metric("yurthub_cache_queue_bytes") or 0)
+                                     == 0, 300, step=0.2, what="the cache queue to drain")
+                for name, _ in targets:
+                    v = sorted(samples[name])[ROUNDS // 2]
+                    results[(case, ua_name, name)] = (v, oks[name], n * ROUNDS)
+        print("proxy benchmark: test double (Python) upstream, 8 concurrent clients, "
+              "median of %d rounds" % ROUNDS)
+        for case, path, n, c, unit, col in cases:
+            for ua_name in ("uncached", "kubelet"):
+                row = {name: results[(case, ua_name, name)] for name, _ in targets}
+                for name, _ in targets:
+                    v, ok, total = row[name]
+                    print("%s (%s) %s: %.1f %s (%d/%d ok)" % (case, ua_name, name, v, unit, ok,
+                                                             total))
+                h, d, x = row["hub"][0], row["direct"][0], row["nginx"][0]
+                print("%s (%s) hub/nginx: %.2f x" % (case, ua_name, h / x if x else 0))
+                print("%s (%s) hub/direct: %.2f x" % (case, ua_name, h / d if d else 0))
+        err = os.path.join(work, "nginx-error.log")
+        if os.path.exists(err):
+            lines = open(err).read().splitlines()
+            if lines:
+                print("nginx errors (%d), last: %s" % (len(lines), lines[-1][:300]))
+        print("hub idle RSS: %.1f MB (anonymous %.1f MB, the rest shared library pages)"
+              % (idle, idle_anon))
+        print("hub peak RSS: %.1f MB" % rss(hub.proc.pid, "VmHWM"))
+        time.sleep(2)
+        print("hub RSS after the load: %.1f MB (anonymous %.1f MB)"
+              % (rss(hub.proc.pid, "VmRSS"), rss(hub.proc.pid, "RssAnon")))
+    finally:
+        if nginx:
+            nginx.send_signal(signal.SIGQUIT)
+            nginx.wait()
+        if hub:
+            hub.stop()
+        double.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+/*
+ * cacheable.h - which requests the hub caches, and as what (DESIGN.md §4.5).
+ *
+ * The component is the User-Agent up to the first '/', lower-cased.  A
+ * request is cached when its component is a cache agent (the defaults, the
+ * --cache-agents, or every component with "*"), it is a resource request
+ * whose verb is get, list, watch, create, update or patch, its subresource
+ * is none or "status", and its resource is not one of the review-like
+ * resources whose objects are answers, not state (certificatesigningrequests,
+ * subjectaccessreviews, ...).  Discovery documents are cached for everyone.
+ */
+#ifndef YURTHUB_CACHE_CACHEABLE_H
+#define YURTHUB_CACHE_CACHEABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "kube/requestinfo.h"
+
+enum cache_mode {
+	CACHE_NONE,
+	CACHE_OBJECT, /* get, or the object a create/update/patch returns */
+	CACHE_LIST,
+	CACHE_WATCH,
+	CACHE_DISCOVERY, /* /version, /api, /api/v1, /apis, /apis/<g>/<v> */
+};
+
+struct cache_agents {
+	struct strlist names;
+	bool all;
+};
+
+/* Defaults plus --cache-agents. */
+int cache_agents_init(struct cache_agents *a, const struct config *cfg);
+void cache_agents_free(struct cache_agents *a);
+bool cache_agents_has(const struct cache_agents *a, const char *component);
+
+/* "kubelet/v1.30.2 (linux/amd64) kubernetes/abc" -> "kubelet" (malloc'ed,
+ * "" for no User-Agent). */
+char *cache_component(const char *user_agent);
+
+/* How to cache this request, or CACHE_NONE. */
+enum cache_mode cache_mode_for(const struct cache_agents *a, const char *component,
+			       const struct request_info *ri);
+
+/* The Accept header to send upstream so that the response can be cached:
+ * JSON when the client accepts JSON (it may also accept protobuf), or NULL
+ * when the request must go as it came (the client accepts only other
+ * encodings, or asks for a transformed object with ";as=...").  Returns a
+ * static string or NULL. */
+const char *cache_accept_for(const char *client_accept);
+
+#endif

@@ -1,0 +1,858 @@
+/*
+ * manager.c - response bytes -> store operations, see manager.h.
+ *
+ * Three parts: the tee (runs in the connection's thread, decodes, queues
+ * jobs), the job queues (one per worker, bounded in bytes overall), and the
+ * workers (call the store).  A `stream` is what a tee and its jobs share:
+ * the view, and - on the worker side only - the replace session.
+ */
+#include "cache/manager.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "kube/meta.h"
+#include "kube/stream.h"
+#include "storage/view.h"
+#include "util/log.h"
+
+#define QUEUE_BYTES_MAX	 (64u << 20) /* all workers together */
+#define OBJECT_BYTES_MAX (32u << 20) /* a single GET response kept for the cache */
+#define INFLATE_MAX	 (512u << 20)
+#define PARK_SECONDS	 120 /* a paginated list's session waits this long for its next page */
+#define PARKED_MAX	 64
+#define TRIM_AFTER_BYTES (8u << 20) /* give memory back after this much went through */
+
+enum job_kind {
+	JOB_LIST_BEGIN,
+	JOB_LIST_RESUME,
+	JOB_LIST_ITEM,
+	JOB_LIST_COMMIT,
+	JOB_LIST_PARK,
+	JOB_LIST_ABORT,
+	JOB_OBJECT,
+	JOB_EVENT,
+	JOB_BOOKMARK,
+	JOB_CLUSTER_INFO,
+	JOB_FLUSH,
+};
+
+/* What a tee and its jobs share. */
+struct stream {
+	atomic_int refs;
+	enum cache_mode mode;
+	char *component, *group, *version, *resource, *namespace, *lsel, *fsel, *path;
+	char *resume_token; /* LIST: continue= of the request */
+	/* worker side only */
+	struct store_replace *session;
+	bool failed;
+};
+
+struct job {
+	enum job_kind kind;
+	struct stream *st;
+	char *data;
+	size_t len;
+	char *ns, *name, *token;
+	uint64_t rv;
+	enum watch_type type;
+	struct job *next;
+	/* JOB_FLUSH */
+	pthread_mutex_t *flush_lock;
+	pthread_cond_t *flush_cond;
+	int *flush_left;
+};
+
+struct worker {
+	struct cache_manager *cm;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *head, **tail;
+	bool stop, started;
+};
+
+struct parked {
+	char *key; /* component + view + continue token */
+	struct store_replace *session;
+	time_t expires;
+};
+
+struct cache_manager {
+	struct store *store;
+	struct metrics *m;
+	struct worker *workers;
+	int nworkers;
+	pthread_mutex_t park_lock;
+	struct parked parked[PARKED_MAX];
+};
+
+/* ---- streams ---- */
+
+static void stream_unref(struct stream *st)
+{
+	if (!st || atomic_fetch_sub(&st->refs, 1) != 1)
+		return;
+	store_replace_abort(st->session);
+	free(st->component);
+	free(st->group);
+	free(st->version);
+	free(st->resource);
+	free(st->namespace);
+	free(st->lsel);
+	free(st->fsel);
+	free(st->path);
+	free(st->resume_token);
+	free(st);
+}
+
+static struct stream *stream_new(enum cache_mode mode, const char *component,
+				 const struct request_info *ri)
+{
+	struct stream *st = calloc(1, sizeof *st);
+	if (!st)
+		return NULL;
+	atomic_init(&st->refs, 1);
+	st->mode = mode;
+	st->component = strdup(component);
+	st->group = strdup(ri->api_group ? ri->api_group : "");
+	st->version = strdup(ri->api_version ? ri->api_version : "");
+	st->resource = strdup(ri->resource ? ri->resource : "");
+	st->namespace = strdup(ri->namespace ? ri->namespace : "");
+	st->lsel = strdup(ri->label_selector ? ri->label_selector : "");
+	st->fsel = strdup(ri->field_selector ? ri->field_selector : "");
+	st->path = strdup(ri->path ? ri->path : "");
+	st->resume_token =
+	    ri->continue_token && *ri->continue_token ? strdup(ri->continue_token) : NULL;
+	if (!st->component || !st->group || !st->version || !st->resource || !st->namespace ||
+	    !st->lsel || !st->fsel || !st->path) {
+		stream_unref(st);
+		return NULL;
+	}
+	return st;
+}
+
+static struct store_view stream_view(const struct stream *st)
+{
+	struct store_view v = {st->component,
+			       {st->group, st->version, st->resource},
+			       st->namespace,
+			       st->lsel,
+			       st->fsel};
+	return v;
+}
+
+/* The worker of a view: all of its streams land on one worker, in order. */
+static int stream_worker(const struct cache_manager *cm, const struct stream *st)
+{
+	uint64_t h = 1469598103934665603ULL;
+	const char *parts[] = {st->component, st->group, st->resource, st->namespace};
+	for (size_t i = 0; i < 4; i++)
+		for (const char *c = parts[i]; *c; c++)
+			h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+	return (int)(h % (uint64_t)cm->nworkers);
+}
+
+/* ---- queues ---- */
+
+static void job_free(struct job *j)
+{
+	free(j->data);
+	free(j->ns);
+	free(j->name);
+	free(j->token);
+	stream_unref(j->st);
+	free(j);
+}
+
+/* Queue a job; false (and the job freed) when the queues are over budget. */
+static bool enqueue(struct cache_manager *cm, struct job *j, bool may_drop)
+{
+	struct metrics *m = cm->m;
+	long bytes = (long)j->len;
+	if (may_drop && atomic_load(&m->cache_queue_bytes) + bytes > (long)QUEUE_BYTES_MAX) {
+		job_free(j);
+		return false;
+	}
+	atomic_fetch_add(&m->cache_queue_bytes, bytes);
+	struct worker *w = &cm->workers[j->st ? stream_worker(cm, j->st) : 0];
+	pthread_mutex_lock(&w->lock);
+	*w->tail = j;
+	w->tail = &j->next;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	return true;
+}
+
+static struct job *job_new(enum job_kind kind, struct stream *st)
+{
+	struct job *j = calloc(1, sizeof *j);
+	if (!j)
+		return NULL;
+	j->kind = kind;
+	if (st) {
+		atomic_fetch_add(&st->refs, 1);
+		j->st = st;
+	}
+	return j;
+}
+
+static int job_set_data(struct job *j, const char *data, size_t len)
+{
+	j->data = malloc(len + 1);
+	if (!j->data)
+		return -1;
+	memcpy(j->data, data, len);
+	j->data[len] = '\0';
+	j->len = len;
+	return 0;
+}
+
+/* ---- the store side ---- */
+
+enum store_err cache_object_key(struct store *s, const char *component,
+				const struct request_info *ri, const char *ns, const char *name,
+				struct store_key *out)
+{
+	struct store_key_info info = {component, ri->api_group, ri->api_version, ri->resource,
+				      ns,	 name};
+	return store_key_build(s, &info, out);
+}
+
+static double elapsed(const struct timespec *t0)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void count(struct cache_manager *cm, enum cache_op op, enum store_err e,
+		  const struct timespec *t0)
+{
+	metrics_observe(&cm->m->store_seconds, elapsed(t0));
+	if (e == STORE_OK)
+		atomic_fetch_add(&cm->m->cache_writes[op], 1);
+	else
+		atomic_fetch_add(&cm->m->cache_failures[op], 1);
+}
+
+static enum store_err put_object(struct store *s, const struct store_key *k, const char *data,
+				 size_t len, uint64_t rv)
+{
+	enum store_err e = store_update(s, k, data, len, rv, NULL);
+	if (e == STORE_NOT_FOUND) {
+		e = store_create(s, k, data, len);
+		if (e == STORE_EXISTS)
+			e = store_update(s, k, data, len, rv, NULL);
+	}
+	/* An older copy than the one stored is not news: that is fine. */
+	return e == STORE_CONFLICT ? STORE_OK : e;
+}
+
+/* The keys of an object for a stream: from the request, completed by the
+ * object's own metadata (a create's name comes from the response). */
+static enum store_err stream_key(struct cache_manager *cm, const struct stream *st, const char *ns,
+				 const char *name, struct store_key *out)
+{
+	struct store_key_info info = {
+	    st->component, st->group, st->version, st->resource, ns && *ns ? ns : st->namespace,
+	    name};
+	return store_key_build(cm->store, &info, out);
+}
+
+static void do_object(struct cache_manager *cm, struct job *j)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct kube_meta meta;
+	enum store_err e = STORE_INVALID_CONTENT;
+	if (kube_meta_parse(j->data, j->len, &meta) == 0 && meta.name && *meta.name) {
+		struct store_key k;
+		e = stream_key(cm, j->st, meta.namespace, meta.name, &k);
+		if (e == STORE_OK) {
+			e = put_object(cm->store, &k, j->data, j->len, meta.rv);
+			store_key_free(&k);
+		}
+	}
+	kube_meta_free(&meta);
+	count(cm, CACHE_OP_OBJECT, e, &t0);
+	if (e != STORE_OK)
+		log_v(2, "cache: %s %s: not stored: %s", j->st->component, j->st->path,
+		      store_strerror(e));
+}
+
+struct cover_check {
+	struct store_view_state own;
+	const char *ns;
+	const char *json;
+	size_t len;
+	bool covered;
+};
+
+static int check_cover(void *ctx, const struct store_view_state *v)
+{
+	struct cover_check *c = ctx;
+	if (!strcmp(v->namespace, c->own.namespace) &&
+	    !strcmp(v->label_selector, c->own.label_selector) &&
+	    !strcmp(v->field_selector, c->own.field_selector))
+		return 0; /* the view the DELETED came from */
+	struct view_rec r = {v->namespace, v->label_selector, v->field_selector, v->rv};
+	struct view_matcher m;
+	if (view_matcher_init(&m, &r) < 0)
+		return 0;
+	if (view_matcher_covers(&m, c->ns, c->json, c->len) == 1)
+		c->covered = true;
+	view_matcher_free(&m);
+	return c->covered;
+}
+
+/* DELETED on a filtered watch may mean "left this view's selector": keep the
+ * object while another view of the component covers it. */
+static bool covered_elsewhere(struct cache_manager *cm, const struct stream *st, const char *ns,
+			      const char *json, size_t len)
+{
+	struct store_view v = stream_view(st);
+	struct view_rec own;
+	char *err = NULL;
+	if (view_canonical(&v, &own, &err) < 0) {
+		free(err);
+		return false;
+	}
+	struct cover_check c = {
+	    {own.namespace, own.label_selector, own.field_selector, 0}, ns, json, len, false};
+	struct store_gvr gvr = {st->group, st->version, st->resource};
+	store_list_views(cm->store, st->component, &gvr, check_cover, &c);
+	view_rec_free(&own);
+	return c.covered;
+}
+
+static void do_event(struct cache_manager *cm, struct job *j)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct store_key k;
+	enum store_err e = stream_key(cm, j->st, j->ns, j->name, &k);
+	if (e == STORE_OK) {
+		if (j->type != WATCH_DELETED)
+			e = put_object(cm->store, &k, j->data, j->len, j->rv);
+		else if (!covered_elsewhere(cm, j->st, k.namespace, j->data, j->len))
+			e = store_delete(cm->store, &k);
+		store_key_free(&k);
+	}
+	count(cm, CACHE_OP_WATCH_EVENT, e, &t0);
+	if (e != STORE_OK)
+		log_v(2, "cache: %s watch %s: event for %s/%s not stored: %s", j->st->component,
+		      j->st->path, j->ns, j->name, store_strerror(e));
+}
+
+/* ---- paginated lists ---- */
+
+static char *park_key(const struct stream *st, const char *token)
+{
+	struct buf b = BUF_INIT;
+	if (buf_printf(&b, "%s\n%s\n%s\n%s\n%s\n%s\n%s\n%s", st->component, st->group, st->version,
+		       st->resource, st->namespace, st->lsel, st->fsel, token) < 0)
+		return NULL;
+	return buf_steal(&b);
+}
+
+static void park_expire_locked(struct cache_manager *cm, time_t now)
+{
+	for (int i = 0; i < PARKED_MAX; i++) {
+		struct parked *p = &cm->parked[i];
+		if (p->key && p->expires <= now) {
+			store_replace_abort(p->session);
+			free(p->key);
+			memset(p, 0, sizeof *p);
+		}
+	}
+}
+
+static void park(struct cache_manager *cm, struct stream *st, const char *token)
+{
+	char *key = park_key(st, token);
+	time_t now = time(NULL);
+	pthread_mutex_lock(&cm->park_lock);
+	park_expire_locked(cm, now);
+	struct parked *slot = NULL;
+	for (int i = 0; key && i < PARKED_MAX && !slot; i++)
+		if (!cm->parked[i].key)
+			slot = &cm->parked[i];
+	if (slot) {
+		slot->key = key;
+		slot->session = st->session;
+		slot->expires = now + PARK_SECONDS;
+		st->session = NULL;
+		key = NULL;
+	}
+	pthread_mutex_unlock(&cm->park_lock);
+	free(key); /* no room: the session is aborted with the stream */
+}
+
+static struct store_replace *unpark(struct cache_manager *cm, const struct stream *st,
+				    const char *token)
+{
+	char *key = park_key(st, token);
+	struct store_replace *r = NULL;
+	pthread_mutex_lock(&cm->park_lock);
+	park_expire_locked(cm, time(NULL));
+	for (int i = 0; key && i < PARKED_MAX; i++) {
+		struct parked *p = &cm->parked[i];
+		if (p->key && !strcmp(p->key, key)) {
+			r = p->session;
+			free(p->key);
+			memset(p, 0, sizeof *p);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cm->park_lock);
+	free(key);
+	return r;
+}
+
+/* ---- list jobs ---- */
+
+static void list_fail(struct cache_manager *cm, struct stream *st, enum store_err e)
+{
+	if (!st->failed)
+		log_v(1, "cache: %s list %s not stored: %s", st->component, st->path,
+		      store_strerror(e));
+	st->failed = true;
+	store_replace_abort(st->session);
+	st->session = NULL;
+	atomic_fetch_add(&cm->m->cache_failures[CACHE_OP_LIST], 1);
+}
+
+static void do_list(struct cache_manager *cm, struct job *j)
+{
+	struct stream *st = j->st;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	enum store_err e = STORE_OK;
+	switch (j->kind) {
+	case JOB_LIST_BEGIN: {
+		struct store_view v = stream_view(st);
+		e = store_replace_begin(cm->store, &v, &st->session);
+		if (e != STORE_OK)
+			list_fail(cm, st, e);
+		return;
+	}
+	case JOB_LIST_RESUME:
+		st->session = unpark(cm, st, j->token);
+		if (!st->session)
+			st->failed = true; /* the first pages were not seen: nothing to do */
+		return;
+	case JOB_LIST_ITEM: {
+		if (!st->session)
+			return;
+		struct store_item it = {j->ns, j->name, j->rv, j->data, j->len};
+		e = store_replace_add(st->session, &it);
+		if (e != STORE_OK)
+			list_fail(cm, st, e);
+		return;
+	}
+	case JOB_LIST_PARK:
+		if (st->session)
+			park(cm, st, j->token);
+		return;
+	case JOB_LIST_COMMIT:
+		if (!st->session)
+			return;
+		e = store_replace_commit(st->session, j->rv);
+		st->session = NULL;
+		count(cm, CACHE_OP_LIST, e, &t0);
+		if (e != STORE_OK)
+			log_warn("cache: %s list %s not stored: %s", st->component, st->path,
+				 store_strerror(e));
+		return;
+	default: /* JOB_LIST_ABORT */
+		store_replace_abort(st->session);
+		st->session = NULL;
+		return;
+	}
+}
+
+static void do_job(struct cache_manager *cm, struct job *j)
+{
+	switch (j->kind) {
+	case JOB_OBJECT:
+		do_object(cm, j);
+		break;
+	case JOB_EVENT:
+		do_event(cm, j);
+		break;
+	case JOB_BOOKMARK: {
+		struct store_view v = stream_view(j->st);
+		enum store_err e = store_set_view_rv(cm->store, &v, j->rv);
+		if (e != STORE_OK && e != STORE_NOT_FOUND)
+			log_v(2, "cache: bookmark of %s not recorded: %s", j->st->path,
+			      store_strerror(e));
+		break;
+	}
+	case JOB_CLUSTER_INFO: {
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		enum store_err e = store_save_cluster_info(cm->store, j->st->path, j->data, j->len);
+		count(cm, CACHE_OP_CLUSTER_INFO, e, &t0);
+		break;
+	}
+	case JOB_FLUSH:
+		pthread_mutex_lock(j->flush_lock);
+		if (--*j->flush_left == 0)
+			pthread_cond_signal(j->flush_cond);
+		pthread_mutex_unlock(j->flush_lock);
+		break;
+	default:
+		do_list(cm, j);
+	}
+}
+
+static void *worker_main(void *p)
+{
+	struct worker *w = p;
+	struct cache_manager *cm = w->cm;
+	size_t since_trim = 0;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		if (!w->head && since_trim >= TRIM_AFTER_BYTES) {
+			/* A big list went through: hand its memory back to the
+			 * system instead of keeping the peak for good. */
+			pthread_mutex_unlock(&w->lock);
+			malloc_trim(0);
+			since_trim = 0;
+			pthread_mutex_lock(&w->lock);
+			continue;
+		}
+		while (!w->head && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (!w->head && w->stop)
+			break;
+		struct job *j = w->head;
+		w->head = j->next;
+		if (!w->head)
+			w->tail = &w->head;
+		pthread_mutex_unlock(&w->lock);
+		do_job(cm, j);
+		since_trim += j->len;
+		atomic_fetch_sub(&cm->m->cache_queue_bytes, (long)j->len);
+		job_free(j);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int workers)
+{
+	struct cache_manager *cm = calloc(1, sizeof *cm);
+	if (!cm)
+		return NULL;
+	cm->store = s;
+	cm->m = m;
+	cm->nworkers = workers > 0 ? workers : 1;
+	cm->workers = calloc((size_t)cm->nworkers, sizeof *cm->workers);
+	if (!cm->workers) {
+		free(cm);
+		return NULL;
+	}
+	pthread_mutex_init(&cm->park_lock, NULL);
+	for (int i = 0; i < cm->nworkers; i++) {
+		struct worker *w = &cm->workers[i];
+		w->cm = cm;
+		w->tail = &w->head;
+		pthread_mutex_init(&w->lock, NULL);
+		pthread_cond_init(&w->cond, NULL);
+		if (pthread_create(&w->thread, NULL, worker_main, w) == 0)
+			w->started = true;
+	}
+	return cm;
+}
+
+void cache_manager_flush(struct cache_manager *cm)
+{
+	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+	int left = cm->nworkers;
+	for (int i = 0; i < cm->nworkers; i++) {
+		struct job *j = job_new(JOB_FLUSH, NULL);
+		if (!j) {
+			left--;
+			continue;
+		}
+		j->flush_lock = &lock;
+		j->flush_cond = &cond;
+		j->flush_left = &left;
+		struct worker *w = &cm->workers[i];
+		pthread_mutex_lock(&w->lock);
+		*w->tail = j;
+		w->tail = &j->next;
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+	}
+	pthread_mutex_lock(&lock);
+	while (left > 0)
+		pthread_cond_wait(&cond, &lock);
+	pthread_mutex_unlock(&lock);
+}
+
+void cache_manager_free(struct cache_manager *cm)
+{
+	if (!cm)
+		return;
+	for (int i = 0; i < cm->nworkers; i++) {
+		struct worker *w = &cm->workers[i];
+		pthread_mutex_lock(&w->lock);
+		w->stop = true;
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+		if (w->started)
+			pthread_join(w->thread, NULL);
+		for (struct job *j = w->head, *next; j; j = next) {
+			next = j->next;
+			job_free(j);
+		}
+		pthread_mutex_destroy(&w->lock);
+		pthread_cond_destroy(&w->cond);
+	}
+	for (int i = 0; i < PARKED_MAX; i++) {
+		store_replace_abort(cm->parked[i].session);
+		free(cm->parked[i].key);
+	}
+	pthread_mutex_destroy(&cm->park_lock);
+	free(cm->workers);
+	free(cm);
+}
+
+/* ---- the tee ---- */
+
+struct cache_tee {
+	struct cache_manager *cm;
+	struct stream *st;
+	struct gunzip *gz;
+	struct list_decoder *ld;
+	struct watch_decoder *wd;
+	struct buf body; /* OBJECT and DISCOVERY */
+	bool dead;	 /* decoding failed, or the queue budget ran out */
+	bool dropped;	 /* dead because of the budget (counted once) */
+};
+
+static void tee_drop(struct cache_tee *t)
+{
+	if (!t->dropped) {
+		t->dropped = true;
+		atomic_fetch_add(&t->cm->m->cache_dropped, 1);
+		log_warn("cache: %s %s: the store is behind, this response is not cached",
+			 t->st->component, t->st->path);
+	}
+	t->dead = true;
+}
+
+static int queue_item(struct cache_tee *t, enum job_kind kind, const struct stream_object *o,
+		      enum watch_type type)
+{
+	struct job *j = job_new(kind, t->st);
+	if (!j || job_set_data(j, o->data, o->len) < 0 || !(j->ns = strdup(o->namespace)) ||
+	    !(j->name = strdup(o->name))) {
+		if (j)
+			job_free(j);
+		t->dead = true;
+		return -1;
+	}
+	j->rv = o->rv;
+	j->type = type;
+	if (!enqueue(t->cm, j, true)) {
+		tee_drop(t);
+		return -1;
+	}
+	return 0;
+}
+
+static int on_list_item(void *ctx, const struct stream_object *item)
+{
+	return queue_item(ctx, JOB_LIST_ITEM, item, WATCH_ADDED);
+}
+
+static int on_watch_event(void *ctx, const struct watch_event *ev)
+{
+	struct cache_tee *t = ctx;
+	if (ev->type == WATCH_ERROR)
+		return 1; /* the cache side ends here; the client still gets everything */
+	if (ev->type == WATCH_BOOKMARK) {
+		struct job *j = job_new(JOB_BOOKMARK, t->st);
+		if (!j)
+			return 1;
+		j->rv = ev->object.rv;
+		return enqueue(t->cm, j, true) ? 0 : (tee_drop(t), 1);
+	}
+	return queue_item(t, JOB_EVENT, &ev->object, ev->type);
+}
+
+static int decode(void *ctx, const char *data, size_t len)
+{
+	struct cache_tee *t = ctx;
+	switch (t->st->mode) {
+	case CACHE_LIST:
+		return list_decoder_feed(t->ld, data, len);
+	case CACHE_WATCH:
+		return watch_decoder_feed(t->wd, data, len);
+	default:
+		if (t->body.len + len > OBJECT_BYTES_MAX)
+			return -1;
+		return buf_append(&t->body, data, len);
+	}
+}
+
+static bool media_is_json(const char *ct)
+{
+	if (!ct)
+		return false;
+	size_t n = strcspn(ct, "; ");
+	return n == 16 && !strncasecmp(ct, "application/json", 16);
+}
+
+static bool plain_json(const char *ct)
+{
+	/* discovery: "application/json" with at most a charset, not the
+	 * aggregated formats (";g=apidiscovery.k8s.io;...") */
+	return media_is_json(ct) && !strstr(ct, "as=") && !strstr(ct, "g=");
+}
+
+static bool status_cacheable(enum cache_mode mode, const struct request_info *ri, int status)
+{
+	if (mode == CACHE_OBJECT && ri->verb == VERB_CREATE)
+		return status == 200 || status == 201;
+	return status == 200;
+}
+
+struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
+				const char *component, const struct request_info *ri, int status,
+				const char *content_type, const char *content_encoding)
+{
+	if (!cm || mode == CACHE_NONE || !status_cacheable(mode, ri, status))
+		return NULL;
+	if (mode == CACHE_DISCOVERY ? !plain_json(content_type) : !media_is_json(content_type))
+		return NULL;
+	bool gzip = content_encoding && !strcasecmp(content_encoding, "gzip");
+	if (content_encoding && *content_encoding && !gzip &&
+	    strcasecmp(content_encoding, "identity"))
+		return NULL;
+	struct cache_tee *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->cm = cm;
+	t->st = stream_new(mode, component, ri);
+	if (!t->st)
+		goto fail;
+	if (gzip && !(t->gz = gunzip_new(INFLATE_MAX, decode, t)))
+		goto fail;
+	if (mode == CACHE_LIST) {
+		if (!(t->ld = list_decoder_new(on_list_item, t)))
+			goto fail;
+		struct job *j =
+		    job_new(t->st->resume_token ? JOB_LIST_RESUME : JOB_LIST_BEGIN, t->st);
+		if (!j || (t->st->resume_token && !(j->token = strdup(t->st->resume_token)))) {
+			if (j)
+				job_free(j);
+			goto fail;
+		}
+		enqueue(cm, j, false);
+	} else if (mode == CACHE_WATCH && !(t->wd = watch_decoder_new(on_watch_event, t))) {
+		goto fail;
+	}
+	return t;
+fail:
+	gunzip_free(t->gz);
+	list_decoder_free(t->ld);
+	stream_unref(t->st);
+	free(t);
+	return NULL;
+}
+
+void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
+{
+	if (!t || t->dead || !len)
+		return;
+	int rc = t->gz ? gunzip_feed(t->gz, data, len) : decode(t, data, len);
+	if (rc < 0 && !t->dead) {
+		t->dead = true;
+		const char *why = t->ld	  ? list_decoder_error(t->ld)
+				  : t->wd ? watch_decoder_error(t->wd)
+					  : "object too large or undecodable";
+		log_v(1, "cache: %s %s: not cached: %s", t->st->component, t->st->path,
+		      why ? why : "decoding stopped");
+	}
+}
+
+/* Is the list complete and a real list (not a Status)? */
+static bool list_ok(struct cache_tee *t, struct list_meta *meta)
+{
+	if (list_decoder_finish(t->ld, meta) < 0)
+		return false;
+	size_t n = strlen(meta->kind);
+	return n >= 4 && !strcmp(meta->kind + n - 4, "List");
+}
+
+static void end_list(struct cache_tee *t, bool ok)
+{
+	struct list_meta meta;
+	ok = ok && list_ok(t, &meta);
+	struct job *j = job_new(JOB_LIST_ABORT, t->st);
+	if (!j)
+		return; /* the stream's last reference aborts the session */
+	if (ok && meta.continue_token && *meta.continue_token) {
+		j->kind = JOB_LIST_PARK;
+		j->token = strdup(meta.continue_token);
+		if (!j->token)
+			j->kind = JOB_LIST_ABORT;
+	} else if (ok) {
+		j->kind = JOB_LIST_COMMIT;
+		j->rv = meta.rv;
+	}
+	enqueue(t->cm, j, false);
+}
+
+static void end_body(struct cache_tee *t, bool ok)
+{
+	if (!ok || !t->body.len)
+		return;
+	struct job *j =
+	    job_new(t->st->mode == CACHE_DISCOVERY ? JOB_CLUSTER_INFO : JOB_OBJECT, t->st);
+	if (!j)
+		return;
+	j->len = t->body.len;
+	j->data = buf_steal(&t->body);
+	if (!enqueue(t->cm, j, true))
+		tee_drop(t);
+}
+
+void cache_tee_end(struct cache_tee *t, bool complete)
+{
+	if (!t)
+		return;
+	bool ok = complete && !t->dead;
+	if (ok && t->gz && gunzip_finish(t->gz) < 0)
+		ok = false;
+	switch (t->st->mode) {
+	case CACHE_LIST:
+		end_list(t, ok);
+		break;
+	case CACHE_WATCH:
+		if (ok)
+			watch_decoder_finish(t->wd);
+		break;
+	default:
+		end_body(t, ok);
+	}
+	gunzip_free(t->gz);
+	list_decoder_free(t->ld);
+	watch_decoder_free(t->wd);
+	buf_free(&t->body);
+	stream_unref(t->st);
+	free(t);
+}

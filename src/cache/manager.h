@@ -1,0 +1,59 @@
+/*
+ * manager.h - turning responses that pass through the hub into store
+ * operations, without ever slowing the response down.
+ *
+ * A "tee" sits on one response: the proxy feeds it every body byte it hands
+ * to the client.  The tee decodes incrementally (inflating gzip first) and
+ * queues small jobs - one per list item or watch event - to a worker thread;
+ * the workers call the store.  Jobs of one view always go to the same worker,
+ * so a list's items and the watch events of that view are applied in the
+ * order they came.  If the workers fall behind by more than a bound of
+ * queued bytes, the tee gives up on that response (counted, logged) rather
+ * than hold the client: caching is a side effect.
+ *
+ *   LIST     streaming replace of the request's view; a paginated list
+ *            (limit/continue) is kept open across its pages and committed
+ *            with the last one
+ *   WATCH    ADDED/MODIFIED: update-or-create with rv order; DELETED:
+ *            delete unless another view of the component still covers the
+ *            object; BOOKMARK: the view's rv; ERROR: the cache side stops
+ *   OBJECT   get, and the object returned by create/update/patch
+ *   DISCOVERY  /version and discovery documents, as cluster info
+ */
+#ifndef YURTHUB_CACHE_MANAGER_H
+#define YURTHUB_CACHE_MANAGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cache/cacheable.h"
+#include "kube/requestinfo.h"
+#include "metrics/metrics.h"
+#include "storage/store.h"
+
+struct cache_manager;
+struct cache_tee;
+
+struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int workers);
+/* Finish queued work (or drop it after a short grace), stop the workers. */
+void cache_manager_free(struct cache_manager *cm);
+/* Block until every job queued so far is done (tests, shutdown). */
+void cache_manager_flush(struct cache_manager *cm);
+
+/* A tee for one response, or NULL when this response is not cached (status,
+ * content type or encoding the cache cannot use). */
+struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
+				const char *component, const struct request_info *ri, int status,
+				const char *content_type, const char *content_encoding);
+/* Every body byte, in order. */
+void cache_tee_feed(struct cache_tee *t, const char *data, size_t len);
+/* The body is over: complete when it ended cleanly, false when it was cut.
+ * Frees the tee. */
+void cache_tee_end(struct cache_tee *t, bool complete);
+
+/* The store key of an object for a component (shared with the local proxy). */
+enum store_err cache_object_key(struct store *s, const char *component,
+				const struct request_info *ri, const char *ns, const char *name,
+				struct store_key *out);
+
+#endif

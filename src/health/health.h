@@ -1,0 +1,41 @@
+/*
+ * health.h - is the cloud there?  Per-backend probing (DESIGN.md §4.7).
+ *
+ * Every --heartbeat-interval-seconds each backend gets GET /healthz with a
+ * --heartbeat-timeout-seconds timeout.  Any HTTP answer below 500 counts as
+ * reachable (an API server that refuses the hub's identity on /healthz is
+ * still there); a connect error, a timeout or a 5xx is a failure.  After
+ * --heartbeat-failed-retry failures in a row a backend is unhealthy; after
+ * --heartbeat-healthy-threshold successes in a row it is healthy again.  The
+ * first probe at start sets the state directly.
+ *
+ * A proxied request that fails to reach a backend counts as one failure and
+ * starts the remaining attempts at once, in parallel, so that a dead link is
+ * noticed within one probe timeout of the first failure.
+ */
+#ifndef YURTHUB_HEALTH_HEALTH_H
+#define YURTHUB_HEALTH_HEALTH_H
+
+#include "config.h"
+#include "metrics/metrics.h"
+#include "proxy/upstream.h"
+
+struct health;
+
+struct health *health_new(struct upstream *u, const struct config *cfg, struct metrics *m);
+/* Start probing in a thread: every backend once at once (bounded by the
+ * probe timeout), then every interval.  0 or -1. */
+int health_start(struct health *h);
+/* Wait until the first probe of every backend has an answer. */
+void health_wait_first(struct health *h);
+void health_stop(struct health *h);
+void health_free(struct health *h);
+
+/* A proxied request could not reach b (connect error, timeout). */
+void health_report_failure(struct health *h, struct backend *b);
+
+/* Incremented on every change of any backend's state: connection threads
+ * compare it to notice "the cloud came back" or "this backend went away". */
+unsigned long health_generation(struct health *h);
+
+#endif

@@ -1,0 +1,126 @@
+/*
+ * hub.c - starting and stopping the parts of the hub, see hub.h.
+ *
+ * Order of start: the store (recovery) first, so that /v1/readyz is true as
+ * soon as the server listens - a node that boots offline is served at once;
+ * then the cloud side (identity, health), the cache workers, the server.
+ * Signals: SIGTERM and SIGINT are blocked in every thread and taken by the
+ * main thread with sigwait(), so that no handler runs inside library code.
+ */
+#include "hub.h"
+
+#include <curl/curl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+#include "storage/disk.h"
+#include "util/log.h"
+#include "version.h"
+
+#define CACHE_WORKERS 2
+
+static struct store *open_store(const struct config *cfg)
+{
+	if (cfg->storage != STORAGE_DISK) {
+		log_error("storage backend %s is not available in this build", cfg->storage_name);
+		return NULL;
+	}
+	char *err = NULL;
+	struct disk_recovery_report rep;
+	struct store *s = disk_store_open(cfg->disk_cache_path, 0, &rep, &err);
+	if (!s) {
+		log_error("%s", err ? err : "cannot open the cache");
+		free(err);
+	}
+	return s;
+}
+
+static void log_startup(const struct config *cfg)
+{
+	struct buf ups = BUF_INIT;
+	for (size_t i = 0; i < cfg->server_addr.n; i++)
+		buf_printf(&ups, "%s%s", i ? "," : "", cfg->server_addr.v[i]);
+	log_msg('I', 0,
+		"yurthub %s starting: node %s, storage %s (%s), upstreams %s (lb %s), proxy "
+		"%s:%d, secure proxy %s:%d, hub endpoints %s:%d",
+		YURTHUB_VERSION, cfg->node_name, cfg->storage_name,
+		cfg->storage == STORAGE_DISK ? cfg->disk_cache_path : cfg->etcd_prefix,
+		buf_cstr(&ups), cfg->lb_mode_name, cfg->bind_proxy_address, cfg->proxy_port,
+		cfg->bind_proxy_address, cfg->proxy_secure_port, cfg->bind_address,
+		cfg->serve_port);
+	for (size_t i = 0; i < cfg->ignored.n; i++)
+		log_info("flag --%s is accepted for compatibility with YurtHub and has no effect",
+			 cfg->ignored.v[i]);
+	buf_free(&ups);
+}
+
+static int start(struct hub *h)
+{
+	char *err = NULL;
+	if (!(h->store = open_store(h->cfg)))
+		return -1;
+	atomic_store(&h->ready, true);
+	if (upstream_init(&h->upstream, h->cfg, &err) < 0) {
+		log_error("%s", err ? err : "cannot set up the upstream");
+		free(err);
+		return -1;
+	}
+	if (cache_agents_init(&h->agents, h->cfg) < 0 ||
+	    !(h->health = health_new(&h->upstream, h->cfg, &h->metrics)) ||
+	    !(h->cache = cache_manager_new(h->store, &h->metrics, CACHE_WORKERS)))
+		return -1;
+	if (health_start(h->health) < 0)
+		return -1;
+	return server_start(h, &h->server);
+}
+
+static void stop(struct hub *h)
+{
+	atomic_store(&h->stopping, true);
+	server_stop(h->server); /* joins every connection thread */
+	health_free(h->health);
+	cache_manager_free(h->cache); /* finishes what was queued */
+	store_close(h->store);
+	upstream_free(&h->upstream);
+	cache_agents_free(&h->agents);
+	metrics_free(&h->metrics);
+}
+
+int hub_run(const struct config *cfg)
+{
+	struct hub h;
+	memset(&h, 0, sizeof h);
+	h.cfg = cfg;
+	/* One malloc arena per thread would keep each connection's freed
+	 * memory apart: a few shared arenas keep the footprint small. */
+	mallopt(M_ARENA_MAX, 2);
+	log_set_verbosity(cfg->verbosity);
+	log_set_format(strcmp(cfg->log_format, "json") ? LOG_TEXT : LOG_JSON);
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (curl_global_init(CURL_GLOBAL_ALL) != CURLE_OK || metrics_init(&h.metrics) < 0) {
+		log_error("cannot initialise libcurl");
+		return 1;
+	}
+	log_startup(cfg);
+	int status = 0;
+	if (start(&h) < 0) {
+		status = 1;
+	} else {
+		log_msg('I', 0, "yurthub ready");
+		int sig = 0;
+		sigwait(&sigs, &sig);
+		log_msg('I', 0, "yurthub stopping (signal %d)", sig);
+	}
+	stop(&h);
+	curl_global_cleanup();
+	return status;
+}

@@ -1,0 +1,308 @@
+/*
+ * metrics.c - counters and their Prometheus rendering, see metrics.h.
+ *
+ * Names follow Prometheus conventions: a yurthub_ prefix, _total for
+ * counters, _seconds for durations, _bytes for sizes.
+ */
+#include "metrics/metrics.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const double bucket_bounds[METRICS_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+						      0.1,   0.25,   0.5,   1,	  2.5,	 10};
+
+struct request_row {
+	char *component, *verb;
+	int code;
+	uint64_t count;
+};
+
+struct upstream_row {
+	char *server;
+	int healthy;
+	uint64_t failures;
+};
+
+struct metrics_private {
+	pthread_mutex_t lock;
+	struct request_row *req;
+	size_t nreq, capreq;
+	struct upstream_row *up;
+	size_t nup, capup;
+};
+
+int metrics_init(struct metrics *m)
+{
+	memset(m, 0, sizeof *m);
+	m->priv = calloc(1, sizeof *m->priv);
+	if (!m->priv)
+		return -1;
+	pthread_mutex_init(&m->priv->lock, NULL);
+	return 0;
+}
+
+void metrics_free(struct metrics *m)
+{
+	struct metrics_private *p = m->priv;
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->nreq; i++) {
+		free(p->req[i].component);
+		free(p->req[i].verb);
+	}
+	for (size_t i = 0; i < p->nup; i++)
+		free(p->up[i].server);
+	free(p->req);
+	free(p->up);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+	m->priv = NULL;
+}
+
+/* Rows are few (components x verbs x codes): a linear search is fine, and
+ * the table is bounded so that a client inventing User-Agents cannot grow
+ * it without limit. */
+#define REQUEST_ROWS_MAX 512
+
+void metrics_request(struct metrics *m, const char *component, const char *verb, int code)
+{
+	struct metrics_private *p = m->priv;
+	if (!component || !*component)
+		component = "unknown";
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->nreq; i++) {
+		struct request_row *r = &p->req[i];
+		if (r->code == code && !strcmp(r->verb, verb) && !strcmp(r->component, component)) {
+			r->count++;
+			pthread_mutex_unlock(&p->lock);
+			return;
+		}
+	}
+	if (p->nreq >= REQUEST_ROWS_MAX)
+		component = "other";
+	if (p->nreq == p->capreq && p->nreq < REQUEST_ROWS_MAX + 64) {
+		size_t cap = p->capreq ? p->capreq * 2 : 32;
+		struct request_row *v = realloc(p->req, cap * sizeof *v);
+		if (v) {
+			p->req = v;
+			p->capreq = cap;
+		}
+	}
+	if (p->nreq < p->capreq) {
+		struct request_row *r = &p->req[p->nreq];
+		r->component = strdup(component);
+		r->verb = strdup(verb);
+		r->code = code;
+		r->count = 1;
+		if (r->component && r->verb)
+			p->nreq++;
+		else {
+			free(r->component);
+			free(r->verb);
+		}
+	}
+	pthread_mutex_unlock(&p->lock);
+}
+
+static struct upstream_row *upstream_row(struct metrics_private *p, const char *server)
+{
+	for (size_t i = 0; i < p->nup; i++)
+		if (!strcmp(p->up[i].server, server))
+			return &p->up[i];
+	if (p->nup == p->capup) {
+		size_t cap = p->capup ? p->capup * 2 : 4;
+		struct upstream_row *v = realloc(p->up, cap * sizeof *v);
+		if (!v)
+			return NULL;
+		p->up = v;
+		p->capup = cap;
+	}
+	struct upstream_row *r = &p->up[p->nup];
+	memset(r, 0, sizeof *r);
+	if (!(r->server = strdup(server)))
+		return NULL;
+	p->nup++;
+	return r;
+}
+
+void metrics_upstream_health(struct metrics *m, const char *server, int healthy)
+{
+	pthread_mutex_lock(&m->priv->lock);
+	struct upstream_row *r = upstream_row(m->priv, server);
+	if (r)
+		r->healthy = healthy;
+	pthread_mutex_unlock(&m->priv->lock);
+}
+
+void metrics_upstream_failure(struct metrics *m, const char *server)
+{
+	pthread_mutex_lock(&m->priv->lock);
+	struct upstream_row *r = upstream_row(m->priv, server);
+	if (r)
+		r->failures++;
+	pthread_mutex_unlock(&m->priv->lock);
+}
+
+void metrics_observe(struct histogram *h, double seconds)
+{
+	size_t i = 0;
+	while (i < METRICS_BUCKETS && seconds > bucket_bounds[i])
+		i++;
+	atomic_fetch_add(&h->buckets[i], 1);
+	atomic_fetch_add(&h->count, 1);
+	atomic_fetch_add(&h->sum_us, (uint64_t)(seconds * 1e6));
+}
+
+static int render_histogram(struct buf *o, const char *name, const char *help, struct histogram *h)
+{
+	int rc = buf_printf(o, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+	uint64_t cum = 0;
+	for (size_t i = 0; rc == 0 && i < METRICS_BUCKETS; i++) {
+		cum += atomic_load(&h->buckets[i]);
+		rc = buf_printf(o, "%s_bucket{le=\"%g\"} %llu\n", name, bucket_bounds[i],
+				(unsigned long long)cum);
+	}
+	cum += atomic_load(&h->buckets[METRICS_BUCKETS]);
+	if (rc == 0)
+		rc =
+		    buf_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
+			       (unsigned long long)cum, name, (double)atomic_load(&h->sum_us) / 1e6,
+			       name, (unsigned long long)atomic_load(&h->count));
+	return rc;
+}
+
+static int render_simple(struct buf *o, const char *name, const char *type, const char *help,
+			 long long value)
+{
+	return buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n%s %lld\n", name, help, name, type, name,
+			  value);
+}
+
+/* Label values are ours or short User-Agent products; still, escape. */
+static int label_value(struct buf *o, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"') {
+			if (buf_append_char(o, '\\') < 0)
+				return -1;
+		} else if (*v == '\n') {
+			if (buf_append_str(o, "\\n") < 0)
+				return -1;
+			continue;
+		}
+		if (buf_append_char(o, *v) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static int render_requests(struct buf *o, struct metrics_private *p)
+{
+	int rc = buf_append_str(o, "# HELP yurthub_requests_total Requests served, by client "
+				   "component, verb and status code.\n# TYPE "
+				   "yurthub_requests_total counter\n");
+	for (size_t i = 0; rc == 0 && i < p->nreq; i++) {
+		struct request_row *r = &p->req[i];
+		rc = buf_append_str(o, "yurthub_requests_total{component=\"");
+		rc = rc ? rc : label_value(o, r->component);
+		rc = rc ? rc
+			: buf_printf(o, "\",verb=\"%s\",code=\"%d\"} %llu\n", r->verb, r->code,
+				     (unsigned long long)r->count);
+	}
+	return rc;
+}
+
+static int render_upstreams(struct buf *o, struct metrics_private *p)
+{
+	int rc = buf_append_str(o, "# HELP yurthub_upstream_healthy Whether the hub considers "
+				   "a cloud API server healthy (1) or not (0).\n# TYPE "
+				   "yurthub_upstream_healthy gauge\n");
+	for (size_t i = 0; rc == 0 && i < p->nup; i++) {
+		rc = buf_append_str(o, "yurthub_upstream_healthy{server=\"");
+		rc = rc ? rc : label_value(o, p->up[i].server);
+		rc = rc ? rc : buf_printf(o, "\"} %d\n", p->up[i].healthy);
+	}
+	rc = rc ? rc
+		: buf_append_str(o, "# HELP yurthub_upstream_failures_total Failed requests and "
+				    "probes to a cloud API server.\n# TYPE "
+				    "yurthub_upstream_failures_total counter\n");
+	for (size_t i = 0; rc == 0 && i < p->nup; i++) {
+		rc = buf_append_str(o, "yurthub_upstream_failures_total{server=\"");
+		rc = rc ? rc : label_value(o, p->up[i].server);
+		rc = rc ? rc : buf_printf(o, "\"} %llu\n", (unsigned long long)p->up[i].failures);
+	}
+	return rc;
+}
+
+static const char *cache_op_name[CACHE_OP_N] = {"list", "object", "watch_event", "cluster_info"};
+
+static int render_cache(struct buf *o, struct metrics *m)
+{
+	int rc = buf_append_str(o, "# HELP yurthub_cache_writes_total Store operations done for "
+				   "cached responses, by kind.\n# TYPE yurthub_cache_writes_total "
+				   "counter\n");
+	for (int i = 0; rc == 0 && i < CACHE_OP_N; i++)
+		rc = buf_printf(o, "yurthub_cache_writes_total{op=\"%s\"} %llu\n", cache_op_name[i],
+				(unsigned long long)atomic_load(&m->cache_writes[i]));
+	rc = rc ? rc
+		: buf_append_str(o,
+				 "# HELP yurthub_cache_failures_total Store operations that "
+				 "failed, by kind.\n# TYPE yurthub_cache_failures_total counter\n");
+	for (int i = 0; rc == 0 && i < CACHE_OP_N; i++)
+		rc = buf_printf(o, "yurthub_cache_failures_total{op=\"%s\"} %llu\n",
+				cache_op_name[i],
+				(unsigned long long)atomic_load(&m->cache_failures[i]));
+	return rc;
+}
+
+int metrics_render(struct metrics *m, struct buf *o)
+{
+	struct metrics_private *p = m->priv;
+	pthread_mutex_lock(&p->lock);
+	int rc = render_requests(o, p);
+	rc = rc ? rc : render_upstreams(o, p);
+	pthread_mutex_unlock(&p->lock);
+	rc = rc ? rc : render_cache(o, m);
+	rc = rc ? rc
+		: render_simple(
+		      o, "yurthub_cache_streams_dropped_total", "counter",
+		      "Responses whose caching was abandoned (queue full or store failing).",
+		      (long long)atomic_load(&m->cache_dropped));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_cache_queue_bytes", "gauge",
+				"Bytes of responses waiting to be written to the store.",
+				atomic_load(&m->cache_queue_bytes));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_requests_in_flight", "gauge",
+				"Requests being served now.", atomic_load(&m->in_flight));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_watches_open", "gauge",
+				"Watch requests open now (proxied and local).",
+				atomic_load(&m->open_watches));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_proxied_bytes_total", "counter",
+				"Response bytes passed from the cloud to clients.",
+				(long long)atomic_load(&m->proxied_bytes));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_offline_events_queued_total", "counter",
+				"Events created while offline, kept to be sent to the cloud.",
+				(long long)atomic_load(&m->offline_events_queued));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_offline_events_dropped_total", "counter",
+				"Offline events dropped because the queue was full (oldest first).",
+				(long long)atomic_load(&m->offline_events_dropped));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_offline_events_sent_total", "counter",
+				"Offline events sent to the cloud after it came back.",
+				(long long)atomic_load(&m->offline_events_sent));
+	rc = rc ? rc
+		: render_histogram(o, "yurthub_request_duration_seconds",
+				   "Time to serve a request (watches excluded).",
+				   &m->request_seconds);
+	rc = rc ? rc
+		: render_histogram(o, "yurthub_store_operation_duration_seconds",
+				   "Time of one store operation.", &m->store_seconds);
+	return rc;
+}

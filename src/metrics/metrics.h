@@ -1,0 +1,69 @@
+/*
+ * metrics.h - the hub's counters, gauges and histograms, rendered in the
+ * Prometheus text format on :10267/metrics.
+ *
+ * Plain data: fixed families, label sets kept in small tables that grow on
+ * first use (requests by component/verb/code).  Every update is a few atomic
+ * operations or one short mutex section; rendering takes a snapshot.
+ */
+#ifndef YURTHUB_METRICS_METRICS_H
+#define YURTHUB_METRICS_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/buf.h"
+
+/* Latency buckets (seconds) of the histograms. */
+#define METRICS_BUCKETS 12
+
+struct histogram {
+	_Atomic uint64_t buckets[METRICS_BUCKETS + 1]; /* last: +Inf */
+	_Atomic uint64_t count;
+	_Atomic uint64_t sum_us;
+};
+
+enum cache_op {
+	CACHE_OP_LIST,
+	CACHE_OP_OBJECT,
+	CACHE_OP_WATCH_EVENT,
+	CACHE_OP_CLUSTER_INFO,
+	CACHE_OP_N
+};
+
+struct metrics {
+	/* requests */
+	atomic_long in_flight;
+	atomic_long open_watches;
+	_Atomic uint64_t proxied_bytes;
+	struct histogram request_seconds; /* non-watch requests, end to end */
+
+	/* cache */
+	_Atomic uint64_t cache_writes[CACHE_OP_N];
+	_Atomic uint64_t cache_failures[CACHE_OP_N];
+	_Atomic uint64_t cache_dropped; /* streams whose caching was abandoned */
+	struct histogram store_seconds; /* one store call */
+	atomic_long cache_queue_bytes;
+
+	/* offline */
+	_Atomic uint64_t offline_events_queued, offline_events_dropped, offline_events_sent;
+
+	/* the labelled families live behind this */
+	struct metrics_private *priv;
+};
+
+int metrics_init(struct metrics *m);
+void metrics_free(struct metrics *m);
+
+/* Count one finished request. */
+void metrics_request(struct metrics *m, const char *component, const char *verb, int code);
+/* An upstream's health (1/0), labelled by its URL. */
+void metrics_upstream_health(struct metrics *m, const char *server, int healthy);
+void metrics_upstream_failure(struct metrics *m, const char *server);
+void metrics_observe(struct histogram *h, double seconds);
+
+/* Prometheus text exposition of everything. */
+int metrics_render(struct metrics *m, struct buf *out);
+
+#endif

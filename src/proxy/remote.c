@@ -1,0 +1,510 @@
+/*
+ * remote.c - one request to the cloud, streamed back, see remote.h.
+ *
+ * Runs entirely in the connection's thread: remote_proxy() drives libcurl
+ * (a private multi handle over the shared connection cache) until the
+ * response headers are in, then hands libmicrohttpd a response whose content
+ * reader drives libcurl on until the next bytes are there.
+ */
+#include "proxy/remote.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "cache/manager.h"
+#include "hub.h"
+#include "server/server.h"
+#include "util/log.h"
+
+#define PENDING_MAX	(1u << 20) /* bytes from the cloud not yet taken by the client */
+#define READ_BLOCK	(64u << 10)
+#define POLL_MS		500
+#define REQUEST_SECONDS 75 /* non-long-running: kube-apiserver's 60 s, plus margin */
+
+struct header {
+	char *name, *value;
+};
+
+struct remote {
+	struct hub *hub;
+	struct backend *b;
+	CURL *easy;
+	CURLM *multi;
+	struct curl_slist *req_headers;
+	char *body;
+	size_t body_len;
+
+	unsigned int status;
+	bool headers_done, done, paused, long_running, counted_watch;
+	CURLcode result;
+	struct header *hdrs;
+	size_t nhdrs;
+
+	struct buf pending;
+	size_t pending_off;
+	struct cache_tee *tee;
+
+	int client_fd;
+	struct timespec deadline; /* tv_sec 0: none */
+};
+
+/* ---- libcurl callbacks ---- */
+
+static char *trim_dup(const char *s, size_t n)
+{
+	while (n && (*s == ' ' || *s == '\t'))
+		s++, n--;
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' || s[n - 1] == '\n'))
+		n--;
+	return strndup(s, n);
+}
+
+static void clear_headers(struct remote *r)
+{
+	for (size_t i = 0; i < r->nhdrs; i++) {
+		free(r->hdrs[i].name);
+		free(r->hdrs[i].value);
+	}
+	free(r->hdrs);
+	r->hdrs = NULL;
+	r->nhdrs = 0;
+}
+
+static size_t on_header(char *line, size_t size, size_t n, void *p)
+{
+	struct remote *r = p;
+	size_t len = size * n;
+	if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
+		clear_headers(r); /* a new response (after 100 Continue) */
+		return len;
+	}
+	if (len <= 2 && (line[0] == '\r' || line[0] == '\n')) {
+		long code = 0;
+		curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+		if (code >= 200 || code == 101) {
+			r->status = (unsigned int)code;
+			r->headers_done = true;
+		}
+		return len;
+	}
+	const char *colon = memchr(line, ':', len);
+	if (!colon)
+		return len;
+	struct header *v = realloc(r->hdrs, (r->nhdrs + 1) * sizeof *v);
+	if (!v)
+		return 0;
+	r->hdrs = v;
+	v[r->nhdrs].name = trim_dup(line, (size_t)(colon - line));
+	v[r->nhdrs].value = trim_dup(colon + 1, len - (size_t)(colon - line) - 1);
+	if (!v[r->nhdrs].name || !v[r->nhdrs].value) {
+		free(v[r->nhdrs].name);
+		free(v[r->nhdrs].value);
+		return 0;
+	}
+	r->nhdrs++;
+	return len;
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *p)
+{
+	struct remote *r = p;
+	size_t len = size * n;
+	if (r->pending.len - r->pending_off >= PENDING_MAX) {
+		r->paused = true;
+		return CURL_WRITEFUNC_PAUSE; /* the client is slower: let TCP push back */
+	}
+	if (buf_append(&r->pending, data, len) < 0)
+		return 0;
+	cache_tee_feed(r->tee, data, len);
+	atomic_fetch_add(&r->hub->metrics.proxied_bytes, len);
+	return len;
+}
+
+static const char *find_header(const struct remote *r, const char *name)
+{
+	for (size_t i = 0; i < r->nhdrs; i++)
+		if (!strcasecmp(r->hdrs[i].name, name))
+			return r->hdrs[i].value;
+	return NULL;
+}
+
+/* ---- driving libcurl ---- */
+
+static bool past(const struct timespec *t)
+{
+	if (!t->tv_sec)
+		return false;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+/* Has the client closed its side?  Only meaningful while it waits. */
+static bool client_gone(struct remote *r)
+{
+	if (r->client_fd < 0)
+		return false;
+	char c;
+	ssize_t n = recv(r->client_fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	if (n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+		return true;
+	if (n > 0)
+		r->client_fd = -1; /* pipelined bytes (or TLS): stop looking */
+	return false;
+}
+
+static void finish(struct remote *r, CURLcode result)
+{
+	if (r->done)
+		return;
+	r->done = true;
+	r->result = result;
+	/* The cache hears the end before the client gets the last bytes, so that
+	 * a paginated list's next page finds its session parked. */
+	cache_tee_end(r->tee, result == CURLE_OK);
+	r->tee = NULL;
+}
+
+static void abort_with(struct remote *r, const char *why)
+{
+	log_v(1, "proxy: %s ends: %s", r->b->url, why);
+	finish(r, CURLE_ABORTED_BY_CALLBACK);
+}
+
+static bool have_data(const struct remote *r)
+{
+	return r->pending.len > r->pending_off;
+}
+
+/* Drive the transfer until headers (want_headers) or body bytes are there,
+ * or it is over. */
+static void pump(struct remote *r, bool want_headers)
+{
+	while (!r->done && !(want_headers ? r->headers_done : have_data(r))) {
+		if (atomic_load(&r->hub->stopping)) {
+			abort_with(r, "the hub is stopping");
+			break;
+		}
+		if (r->long_running && !atomic_load(&r->b->healthy)) {
+			abort_with(r, "the upstream is unhealthy");
+			break;
+		}
+		if (past(&r->deadline)) {
+			abort_with(r, "deadline");
+			break;
+		}
+		if (r->paused && r->pending.len - r->pending_off < PENDING_MAX / 2) {
+			r->paused = false;
+			curl_easy_pause(r->easy, CURLPAUSE_CONT);
+		}
+		int running = 0;
+		if (curl_multi_perform(r->multi, &running) != CURLM_OK) {
+			finish(r, CURLE_FAILED_INIT);
+			break;
+		}
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(r->multi, &left)))
+			if (msg->msg == CURLMSG_DONE)
+				finish(r, msg->data.result);
+		if (r->done || (want_headers ? r->headers_done : have_data(r)))
+			break;
+		struct curl_waitfd extra = {r->client_fd, CURL_WAIT_POLLIN, 0};
+		curl_multi_poll(r->multi, r->client_fd >= 0 ? &extra : NULL,
+				r->client_fd >= 0 ? 1 : 0, POLL_MS, NULL);
+		if (extra.revents && client_gone(r))
+			abort_with(r, "the client went away");
+	}
+}
+
+/* ---- the response handed to libmicrohttpd ---- */
+
+static void remote_free(struct remote *r)
+{
+	if (!r)
+		return;
+	if (r->tee)
+		cache_tee_end(r->tee, false);
+	upstream_give_back(&r->hub->upstream, r->multi, r->easy);
+	if (r->counted_watch)
+		atomic_fetch_sub(&r->hub->metrics.open_watches, 1);
+	curl_slist_free_all(r->req_headers);
+	clear_headers(r);
+	buf_free(&r->pending);
+	free(r->body);
+	free(r);
+}
+
+static ssize_t read_body(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct remote *r = cls;
+	if (!have_data(r))
+		pump(r, false);
+	if (have_data(r)) {
+		size_t n = r->pending.len - r->pending_off;
+		if (n > max)
+			n = max;
+		memcpy(out, r->pending.data + r->pending_off, n);
+		r->pending_off += n;
+		if (r->pending_off == r->pending.len) {
+			buf_reset(&r->pending);
+			r->pending_off = 0;
+		}
+		return (ssize_t)n;
+	}
+	if (r->result != CURLE_OK)
+		log_v(1, "proxy: %s: stream ended early: %s", r->b->url,
+		      curl_easy_strerror(r->result));
+	return r->result == CURLE_OK ? MHD_CONTENT_READER_END_OF_STREAM
+				     : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void free_body(void *cls)
+{
+	remote_free(cls);
+}
+
+static bool hop_by_hop(const char *name)
+{
+	static const char *const names[] = {"connection",
+					    "keep-alive",
+					    "proxy-connection",
+					    "transfer-encoding",
+					    "te",
+					    "trailer",
+					    "upgrade",
+					    "content-length",
+					    "proxy-authenticate",
+					    "proxy-authorization"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcasecmp(name, names[i]))
+			return true;
+	return false;
+}
+
+static struct MHD_Response *make_response(struct remote *r, const char *method)
+{
+	uint64_t size = MHD_SIZE_UNKNOWN;
+	const char *cl = find_header(r, "Content-Length");
+	const char *te = find_header(r, "Transfer-Encoding");
+	if (cl && !te) {
+		char *end;
+		unsigned long long v = strtoull(cl, &end, 10);
+		if (*cl && !*end)
+			size = v;
+	}
+	if (r->status == 204 || r->status == 304)
+		size = 0;
+	(void)method;
+	struct MHD_Response *resp =
+	    MHD_create_response_from_callback(size, READ_BLOCK, read_body, r, free_body);
+	if (!resp)
+		return NULL;
+	for (size_t i = 0; i < r->nhdrs; i++)
+		if (!hop_by_hop(r->hdrs[i].name))
+			MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
+	return resp;
+}
+
+/* ---- setting the request up ---- */
+
+struct header_copy {
+	struct curl_slist *list;
+	bool has_auth, failed;
+	const char *accept_override;
+};
+
+static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	(void)kind;
+	struct header_copy *hc = cls;
+	if (hop_by_hop(key) || !strcasecmp(key, "Host") || !strcasecmp(key, "Expect"))
+		return MHD_YES;
+	if (hc->accept_override && !strcasecmp(key, "Accept"))
+		return MHD_YES;
+	if (!strcasecmp(key, "Authorization"))
+		hc->has_auth = true;
+	struct buf line = BUF_INIT;
+	if (buf_printf(&line, "%s: %s", key, value ? value : "") < 0) {
+		hc->failed = true;
+		return MHD_NO;
+	}
+	struct curl_slist *l = curl_slist_append(hc->list, line.data);
+	buf_free(&line);
+	if (!l) {
+		hc->failed = true;
+		return MHD_NO;
+	}
+	hc->list = l;
+	return MHD_YES;
+}
+
+static bool is_long_running(const struct request_info *ri)
+{
+	static const char *const subs[] = {"attach", "exec", "proxy", "log", "portforward"};
+	if (ri->verb == VERB_WATCH || ri->verb == VERB_PROXY)
+		return true;
+	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+		if (!strcmp(ri->subresource, subs[i]))
+			return true;
+	return false;
+}
+
+static void set_deadline(struct remote *r, const struct request_info *ri, int min_timeout)
+{
+	long seconds;
+	if (ri->verb == VERB_WATCH)
+		/* as YurtHub: the client's timeout plus a margin to notice a
+		 * cloud that stopped talking without closing */
+		seconds = (ri->timeout_seconds >= 0 ? ri->timeout_seconds : 2L * min_timeout) + 15;
+	else if (r->long_running)
+		seconds = 0;
+	else
+		seconds = REQUEST_SECONDS;
+	if (!seconds)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &r->deadline);
+	r->deadline.tv_sec += seconds;
+}
+
+static int setup(struct remote *r, struct MHD_Connection *c, struct request *req)
+{
+	struct hub *h = r->hub;
+	const struct request_info *ri = &req->ri;
+	struct header_copy hc = {NULL, false, false, NULL};
+	if (req->cache_mode != CACHE_NONE && req->cache_mode != CACHE_DISCOVERY) {
+		const char *accept = server_header(c, "Accept");
+		hc.accept_override = cache_accept_for(accept);
+		if (!hc.accept_override)
+			req->cache_mode = CACHE_NONE; /* the client wants what we cannot read */
+	}
+	MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &hc);
+	if (hc.failed)
+		goto nomem;
+	if (hc.accept_override &&
+	    !(hc.list = curl_slist_append(hc.list, "Accept: application/json")))
+		goto nomem;
+	if (!(hc.list = curl_slist_append(hc.list, "Expect:")))
+		goto nomem;
+	if (!hc.has_auth) {
+		char *auth = upstream_auth_header(&h->upstream);
+		if (auth) {
+			struct curl_slist *l = curl_slist_append(hc.list, auth);
+			free(auth);
+			if (!l)
+				goto nomem;
+			hc.list = l;
+		}
+	}
+	r->req_headers = hc.list;
+	/* A client that brings its own credentials is the client, not the node. */
+	struct buf url = BUF_INIT;
+	if (upstream_take(&h->upstream, r->b, !hc.has_auth, &r->multi, &r->easy) < 0 ||
+	    buf_printf(&url, "%s%s", r->b->url, req->raw_uri) < 0) {
+		buf_free(&url);
+		return -1;
+	}
+	CURL *e = r->easy;
+	curl_easy_setopt(e, CURLOPT_URL, url.data);
+	buf_free(&url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->req_headers);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_BUFFERSIZE, (long)READ_BLOCK);
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+	const char *m = ri->method;
+	if (!strcmp(m, "HEAD")) {
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	} else if (r->body_len || strcmp(m, "GET")) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body ? r->body : "");
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+		if (strcmp(m, "POST"))
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
+	}
+	r->long_running = is_long_running(ri);
+	set_deadline(r, ri, h->cfg->min_request_timeout);
+	r->client_fd = server_client_fd(c);
+	return curl_multi_add_handle(r->multi, e) == CURLM_OK ? 0 : -1;
+nomem:
+	curl_slist_free_all(hc.list);
+	return -1;
+}
+
+static bool unreachable(CURLcode cc)
+{
+	switch (cc) {
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_SSL_CONNECT_ERROR:
+		return true;
+	default:
+		return false;
+	}
+}
+
+enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct request *req,
+				 struct MHD_Response **resp, unsigned int *status)
+{
+	*resp = NULL;
+	struct backend *b = upstream_pick(&h->upstream);
+	if (!b)
+		return REMOTE_NO_BACKEND;
+	struct remote *r = calloc(1, sizeof *r);
+	if (!r)
+		return REMOTE_ERROR;
+	r->hub = h;
+	r->b = b;
+	r->client_fd = -1;
+	r->body_len = req->body.len;
+	r->body = req->body.len ? buf_steal(&req->body) : NULL;
+	if (setup(r, c, req) < 0) {
+		remote_free(r);
+		return REMOTE_ERROR;
+	}
+	pump(r, true);
+	if (!r->headers_done) {
+		CURLcode cc = r->done ? r->result : CURLE_OPERATION_TIMEDOUT;
+		log_v(1, "proxy: %s %s: %s", b->url, req->raw_uri, curl_easy_strerror(cc));
+		enum remote_outcome out = REMOTE_ERROR;
+		if (unreachable(cc)) {
+			health_report_failure(h->health, b);
+			out = REMOTE_UNREACHABLE;
+		}
+		remote_free(r);
+		return out;
+	}
+	r->tee = cache_tee_new(h->cache, req->cache_mode, req->component, &req->ri, (int)r->status,
+			       find_header(r, "Content-Type"), find_header(r, "Content-Encoding"));
+	/* bytes that arrived with the headers */
+	if (r->tee && have_data(r))
+		cache_tee_feed(r->tee, r->pending.data + r->pending_off,
+			       r->pending.len - r->pending_off);
+	if (r->done) {
+		cache_tee_end(r->tee, r->result == CURLE_OK);
+		r->tee = NULL;
+	}
+	if (req->ri.verb == VERB_WATCH) {
+		r->counted_watch = true;
+		atomic_fetch_add(&h->metrics.open_watches, 1);
+	}
+	*status = r->status;
+	*resp = make_response(r, req->ri.method);
+	if (!*resp) {
+		remote_free(r);
+		return REMOTE_ERROR;
+	}
+	return REMOTE_OK;
+}

@@ -1,0 +1,34 @@
+/*
+ * remote.h - proxying one request to the cloud and streaming the answer back.
+ *
+ * The request goes to a healthy backend with the client's method, headers
+ * (hop-by-hop ones dropped) and body; the answer comes back byte for byte:
+ * status, headers, body, in the same framing where HTTP allows (a known
+ * Content-Length is kept, otherwise chunked).  Nothing is held whole: bytes
+ * flow from libcurl to libmicrohttpd through a small bounded buffer, with
+ * libcurl paused when the client reads slower than the cloud sends.  The
+ * same bytes are fed to a cache tee when the request is cached.
+ *
+ * A watch or other long-running request ends when its backend is declared
+ * unhealthy, when the hub stops, or when the client goes away, so that a
+ * client never sits on a silent, dead stream.
+ */
+#ifndef YURTHUB_PROXY_REMOTE_H
+#define YURTHUB_PROXY_REMOTE_H
+
+#include <microhttpd.h>
+
+struct hub;
+struct request;
+
+enum remote_outcome {
+	REMOTE_OK,	    /* *resp is the cloud's answer, *status its code */
+	REMOTE_NO_BACKEND,  /* no healthy backend to try */
+	REMOTE_UNREACHABLE, /* the backend could not be reached (health told) */
+	REMOTE_ERROR,	    /* anything else (out of memory, bad request) */
+};
+
+enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct request *req,
+				 struct MHD_Response **resp, unsigned int *status);
+
+#endif

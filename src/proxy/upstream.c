@@ -1,0 +1,355 @@
+/*
+ * upstream.c - backends, identity and curl handles, see upstream.h.
+ * balancer: upstream_pick() is the whole of load balancing (rr or priority
+ * over the backends the health checker calls healthy).
+ */
+#include "proxy/upstream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kube/kubeconfig.h"
+#include "util/fsutil.h"
+#include "util/log.h"
+
+#define TOKEN_REREAD_SECONDS 60
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access a, void *p)
+{
+	(void)h;
+	(void)a;
+	struct upstream *u = p;
+	pthread_mutex_lock(&u->share_locks[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *p)
+{
+	(void)h;
+	struct upstream *u = p;
+	pthread_mutex_unlock(&u->share_locks[data]);
+}
+
+static int read_pem(const char *path, struct buf *out, char **err, const char *flag)
+{
+	int rc = fs_read_operator_file(path, out, 1 << 20);
+	if (rc < 0) {
+		struct buf m = BUF_INIT;
+		if (buf_printf(&m, "cannot read --%s %s: %s", flag, path, strerror(-rc)) == 0)
+			*err = buf_steal(&m);
+		return -1;
+	}
+	return 0;
+}
+
+struct handles {
+	CURLM *multi;
+	CURL *easy;
+};
+
+static void handles_free(void *p)
+{
+	struct handles *h = p;
+	if (h->easy)
+		curl_easy_cleanup(h->easy);
+	if (h->multi)
+		curl_multi_cleanup(h->multi);
+	free(h);
+}
+
+static long now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long)ts.tv_sec;
+}
+
+static int load_token_file(struct upstream *u)
+{
+	struct buf b = BUF_INIT;
+	int rc = fs_read_operator_file(u->token_file, &b, 64 << 10);
+	if (rc < 0) {
+		log_warn("cannot read token file %s: %s", u->token_file, strerror(-rc));
+		buf_free(&b);
+		return -1;
+	}
+	while (b.len &&
+	       (b.data[b.len - 1] == '\n' || b.data[b.len - 1] == '\r' || b.data[b.len - 1] == ' '))
+		b.data[--b.len] = '\0';
+	free(u->token);
+	u->token = b.len ? buf_steal(&b) : NULL;
+	buf_free(&b);
+	u->token_read_at = now_seconds();
+	return 0;
+}
+
+static int copy_buf(struct buf *dst, const struct buf *src)
+{
+	buf_reset(dst);
+	return src->len ? buf_append(dst, src->data, src->len) : 0;
+}
+
+static int identity_from_kubeconfig(struct upstream *u, const struct config *cfg,
+				    struct kubeconfig *kc, char **err)
+{
+	if (kubeconfig_load(cfg->kubeconfig, kc, err) < 0)
+		return -1;
+	if (kc->ca_file && read_pem(kc->ca_file, &u->ca_pem, err, "kubeconfig CA") < 0)
+		return -1;
+	if (kc->ca_data.len && copy_buf(&u->ca_pem, &kc->ca_data) < 0)
+		return -1;
+	if (kc->client_cert_file &&
+	    read_pem(kc->client_cert_file, &u->cert_pem, err, "kubeconfig client certificate") < 0)
+		return -1;
+	if (kc->client_cert_data.len && copy_buf(&u->cert_pem, &kc->client_cert_data) < 0)
+		return -1;
+	if (kc->client_key_file &&
+	    read_pem(kc->client_key_file, &u->key_pem, err, "kubeconfig client key") < 0)
+		return -1;
+	if (kc->client_key_data.len && copy_buf(&u->key_pem, &kc->client_key_data) < 0)
+		return -1;
+	u->insecure = kc->insecure_skip_tls_verify;
+	if (kc->tls_server_name)
+		u->tls_server_name = strdup(kc->tls_server_name);
+	if (kc->token)
+		u->token = strdup(kc->token);
+	if (kc->token_file)
+		u->token_file = strdup(kc->token_file);
+	return 0;
+}
+
+static int identity_from_flags(struct upstream *u, const struct config *cfg, char **err)
+{
+	if (*cfg->ca_file && read_pem(cfg->ca_file, &u->ca_pem, err, "ca-file") < 0)
+		return -1;
+	if (*cfg->client_cert_file &&
+	    read_pem(cfg->client_cert_file, &u->cert_pem, err, "client-cert-file") < 0)
+		return -1;
+	if (*cfg->client_key_file &&
+	    read_pem(cfg->client_key_file, &u->key_pem, err, "client-key-file") < 0)
+		return -1;
+	if (*cfg->token_file) {
+		free(u->token_file);
+		u->token_file = strdup(cfg->token_file);
+	}
+	return 0;
+}
+
+static int add_backend(struct upstream *u, const char *url)
+{
+	struct backend *v = realloc(u->backends, (u->n + 1) * sizeof *v);
+	if (!v)
+		return -1;
+	u->backends = v;
+	struct backend *b = &v[u->n];
+	memset(b, 0, sizeof *b);
+	size_t len = strlen(url);
+	while (len && url[len - 1] == '/')
+		len--;
+	if (!(b->url = strndup(url, len)))
+		return -1;
+	b->index = (int)u->n;
+	u->n++;
+	return 0;
+}
+
+int upstream_init(struct upstream *u, const struct config *cfg, char **err)
+{
+	memset(u, 0, sizeof *u);
+	*err = NULL;
+	u->lb_mode = cfg->lb_mode;
+	pthread_mutex_init(&u->token_lock, NULL);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_init(&u->share_locks[i], NULL);
+	struct kubeconfig kc = {0};
+	int rc = 0;
+	if (*cfg->kubeconfig)
+		rc = identity_from_kubeconfig(u, cfg, &kc, err);
+	/* Explicit flags win over what the kubeconfig says. */
+	if (rc == 0)
+		rc = identity_from_flags(u, cfg, err);
+	for (size_t i = 0; rc == 0 && i < cfg->server_addr.n; i++)
+		rc = add_backend(u, cfg->server_addr.v[i]);
+	if (rc == 0 && u->n == 0 && kc.server)
+		rc = add_backend(u, kc.server);
+	kubeconfig_free(&kc);
+	if (rc == 0 && u->n == 0) {
+		*err = strdup("no API server: give --server-addr or a kubeconfig with a server");
+		rc = -1;
+	}
+	if (rc == 0 && u->token_file)
+		load_token_file(u);
+	if (rc == 0 && !(u->share = curl_share_init()))
+		rc = -1;
+	if (rc == 0 && pthread_key_create(&u->handles_key, handles_free) != 0)
+		rc = -1;
+	if (rc == 0)
+		u->handles_key_made = true;
+	if (rc == 0) {
+		curl_share_setopt(u->share, CURLSHOPT_LOCKFUNC, share_lock);
+		curl_share_setopt(u->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+		curl_share_setopt(u->share, CURLSHOPT_USERDATA, u);
+		curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+		curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+		curl_share_setopt(u->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+	}
+	if (rc < 0 && !*err)
+		*err = strdup("out of memory");
+	return rc;
+}
+
+void upstream_free(struct upstream *u)
+{
+	if (u->handles_key_made) {
+		/* the calling thread's own handles; other threads' went with them */
+		struct handles *h = pthread_getspecific(u->handles_key);
+		if (h)
+			handles_free(h);
+		pthread_key_delete(u->handles_key);
+	}
+	if (u->share)
+		curl_share_cleanup(u->share);
+	for (size_t i = 0; i < u->n; i++)
+		free(u->backends[i].url);
+	free(u->backends);
+	buf_free(&u->ca_pem);
+	buf_free(&u->cert_pem);
+	buf_free(&u->key_pem);
+	free(u->tls_server_name);
+	free(u->token_file);
+	free(u->token);
+	pthread_mutex_destroy(&u->token_lock);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&u->share_locks[i]);
+	memset(u, 0, sizeof *u);
+}
+
+static void set_blob(CURL *e, CURLoption opt, const struct buf *b)
+{
+	struct curl_blob blob = {b->data, b->len, CURL_BLOB_COPY};
+	curl_easy_setopt(e, opt, &blob);
+}
+
+static void configure(struct upstream *u, CURL *e, bool with_client_cert)
+{
+	curl_easy_setopt(e, CURLOPT_SHARE, u->share);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	if (u->ca_pem.len)
+		set_blob(e, CURLOPT_CAINFO_BLOB, &u->ca_pem);
+	if (u->insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (with_client_cert && u->cert_pem.len && u->key_pem.len) {
+		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+		set_blob(e, CURLOPT_SSLCERT_BLOB, &u->cert_pem);
+		curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+		set_blob(e, CURLOPT_SSLKEY_BLOB, &u->key_pem);
+	}
+}
+
+CURL *upstream_easy(struct upstream *u, const struct backend *b, bool with_client_cert)
+{
+	(void)b;
+	CURL *e = curl_easy_init();
+	if (e)
+		configure(u, e, with_client_cert);
+	return e;
+}
+
+/* Connections of the shared cache are counted against each multi handle's
+ * limit: keep it above the number of connections the hub may hold. */
+#define MAX_CACHED_CONNECTIONS 256L
+
+int upstream_take(struct upstream *u, const struct backend *b, bool with_client_cert, CURLM **multi,
+		  CURL **easy)
+{
+	(void)b;
+	struct handles *h = pthread_getspecific(u->handles_key);
+	if (!h) {
+		h = calloc(1, sizeof *h);
+		if (!h || pthread_setspecific(u->handles_key, h) != 0) {
+			free(h);
+			return -1;
+		}
+	}
+	*multi = h->multi ? h->multi : curl_multi_init();
+	*easy = h->easy ? h->easy : curl_easy_init();
+	h->multi = h->easy = NULL;
+	if (!*multi || !*easy) {
+		if (*multi)
+			curl_multi_cleanup(*multi);
+		if (*easy)
+			curl_easy_cleanup(*easy);
+		return -1;
+	}
+	curl_multi_setopt(*multi, CURLMOPT_MAXCONNECTS, MAX_CACHED_CONNECTIONS);
+	curl_easy_reset(*easy);
+	configure(u, *easy, with_client_cert);
+	return 0;
+}
+
+void upstream_give_back(struct upstream *u, CURLM *multi, CURL *easy)
+{
+	if (easy && multi)
+		curl_multi_remove_handle(multi, easy);
+	struct handles *h = pthread_getspecific(u->handles_key);
+	if (h && !h->multi && !h->easy) {
+		h->multi = multi;
+		h->easy = easy;
+		return;
+	}
+	if (easy)
+		curl_easy_cleanup(easy);
+	if (multi)
+		curl_multi_cleanup(multi);
+}
+
+char *upstream_auth_header(struct upstream *u)
+{
+	pthread_mutex_lock(&u->token_lock);
+	if (u->token_file && now_seconds() - u->token_read_at >= TOKEN_REREAD_SECONDS)
+		load_token_file(u);
+	char *h = NULL;
+	if (u->token) {
+		struct buf b = BUF_INIT;
+		if (buf_printf(&b, "Authorization: Bearer %s", u->token) == 0)
+			h = buf_steal(&b);
+	}
+	pthread_mutex_unlock(&u->token_lock);
+	return h;
+}
+
+struct backend *upstream_pick(struct upstream *u)
+{
+	if (u->lb_mode == LB_PRIORITY) {
+		for (size_t i = 0; i < u->n; i++)
+			if (atomic_load(&u->backends[i].healthy))
+				return &u->backends[i];
+		return NULL;
+	}
+	unsigned start = atomic_fetch_add(&u->rr_next, 1);
+	for (size_t k = 0; k < u->n; k++) {
+		struct backend *b = &u->backends[(start + k) % u->n];
+		if (atomic_load(&b->healthy))
+			return b;
+	}
+	return NULL;
+}
+
+bool upstream_any_healthy(struct upstream *u)
+{
+	for (size_t i = 0; i < u->n; i++)
+		if (atomic_load(&u->backends[i].healthy))
+			return true;
+	return false;
+}

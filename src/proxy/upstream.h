@@ -1,0 +1,76 @@
+/*
+ * upstream.h - the cloud's API servers as the hub reaches them: their URLs,
+ * the hub's identity towards them (client certificate, CA, or token, from a
+ * kubeconfig or flags), and libcurl handles set up with both.
+ *
+ * All handles share one connection cache, DNS cache and TLS session cache
+ * (a CURLSH), so that keep-alive connections to the cloud are reused across
+ * client connections.
+ */
+#ifndef YURTHUB_PROXY_UPSTREAM_H
+#define YURTHUB_PROXY_UPSTREAM_H
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "config.h"
+#include "util/buf.h"
+
+struct backend {
+	char *url; /* "https://host:port", no trailing slash */
+	int index;
+	atomic_int healthy;
+	/* health state, owned by the health checker */
+	int successes, failures;
+};
+
+struct upstream {
+	struct backend *backends;
+	size_t n;
+	enum lb_mode lb_mode;
+	atomic_uint rr_next;
+
+	/* identity */
+	struct buf ca_pem, cert_pem, key_pem;
+	bool insecure;
+	char *tls_server_name;
+	char *token_file;
+	pthread_mutex_t token_lock;
+	char *token; /* current bearer token, NULL for none */
+	long token_read_at;
+
+	CURLSH *share;
+	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
+	pthread_key_t handles_key; /* the handles a connection thread reuses */
+	bool handles_key_made;
+};
+
+/* From --server-addr (or the kubeconfig's server) and --kubeconfig or the
+ * explicit identity flags.  0, or -1 with *err. */
+int upstream_init(struct upstream *u, const struct config *cfg, char **err);
+void upstream_free(struct upstream *u);
+
+/* A handle set up for a request to b: TLS identity, timeouts, the shared
+ * caches.  with_client_cert false leaves the hub's certificate out (the
+ * request carries the client's own Authorization).  NULL on ENOMEM. */
+CURL *upstream_easy(struct upstream *u, const struct backend *b, bool with_client_cert);
+/* The proxy's handles: a multi and an easy handle of the calling thread,
+ * the easy one set up as upstream_easy() does.  A client connection's thread
+ * reuses them request after request (no new socketpair, no new handle), and
+ * they die with the thread.  0 or -1. */
+int upstream_take(struct upstream *u, const struct backend *b, bool with_client_cert,
+		  CURLM **multi, CURL **easy);
+/* Hand them back after the transfer (removed from the multi here). */
+void upstream_give_back(struct upstream *u, CURLM *multi, CURL *easy);
+
+/* "Authorization: Bearer <token>" for the hub's own identity, or NULL when
+ * it has none (malloc'ed).  Token files are re-read every minute. */
+char *upstream_auth_header(struct upstream *u);
+
+/* The next healthy backend by --lb-mode, or NULL when none is healthy. */
+struct backend *upstream_pick(struct upstream *u);
+bool upstream_any_healthy(struct upstream *u);
+
+#endif

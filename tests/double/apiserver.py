@@ -1,0 +1,2129 @@
+#!/usr/bin/python3
+"""A kube-apiserver test double, standard library only.
+
+What it is for: the hub's integration tests need a "cloud" that behaves like a real
+kube-apiserver towards kubelet, kube-proxy, coredns, kubectl and client libraries -- lists with
+selectors and paging, watches with bookmarks and 410s, patches, discovery, OpenAPI v3 enough for
+`kubectl apply`, gzip -- and that a test can break on purpose: refuse or black-hole connections
+(control port), change objects while the API port is cut, compact the event history, and count
+which requests reached it.
+
+    python3 tests/double/apiserver.py --port 0 --control-port 0 --ready-file /tmp/ready.json
+
+The ready file receives {"port": P, "control_port": C, "pid": PID} once both ports listen.
+See tests/double/README.md for the control API and what is simplified.
+"""
+
+import argparse
+import base64
+import bisect
+import gzip
+import hashlib
+import json
+import os
+import random
+import re
+import select
+import signal
+import socket
+import socketserver
+import ssl
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+SERVER_VERSION = "v1.32.4"
+GZIP_THRESHOLD = 128 * 1024      # kube-apiserver's defaultGzipThresholdBytes
+TOO_LARGE_RV_WAIT = 3.0          # how long a list for a future resourceVersion waits
+PEER_CHECK_INTERVAL = 1.0        # how often a quiet watch checks that its client is still there
+ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+def dumps(obj):
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def now_ts(offset=0):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + offset))
+
+
+# --------------------------------------------------------------------------------------------
+# Resources
+# --------------------------------------------------------------------------------------------
+
+class Resource:
+    """One served resource type (group/version/plural)."""
+
+    def __init__(self, group, version, plural, kind, namespaced, short=(), status=False,
+                 create_on_update=False, generation=False, categories=(), verbs=ALL_VERBS):
+        self.group, self.version, self.plural, self.kind = group, version, plural, kind
+        self.namespaced = namespaced
+        self.short = list(short)
+        self.status = status                      # has a /status subresource
+        self.create_on_update = create_on_update  # PUT of a missing object creates it
+        self.generation = generation              # metadata.generation bumps on spec change
+        self.categories = list(categories)
+        self.verbs = list(verbs)
+        self.singular = kind.lower()
+        self.gv = f"{group}/{version}" if group else version
+        self.id = f"{self.gv}/{plural}"
+        self.prefix = f"/apis/{self.gv}" if group else f"/api/{version}"
+        self.qualified = f"{plural}.{group}" if group else plural   # as in error messages
+
+    def key(self, ns, name):
+        return f"{ns}/{name}" if self.namespaced else name
+
+    def __repr__(self):
+        return f"<Resource {self.id}>"
+
+
+RESOURCES = [
+    Resource("", "v1", "pods", "Pod", True, ["po"], status=True, categories=["all"]),
+    Resource("", "v1", "nodes", "Node", False, ["no"], status=True),
+    Resource("", "v1", "services", "Service", True, ["svc"], status=True, categories=["all"]),
+    Resource("", "v1", "endpoints", "Endpoints", True, ["ep"], create_on_update=True),
+    Resource("", "v1", "configmaps", "ConfigMap", True, ["cm"]),
+    Resource("", "v1", "secrets", "Secret", True),
+    Resource("", "v1", "namespaces", "Namespace", False, ["ns"], status=True,
+             verbs=[v for v in ALL_VERBS if v != "deletecollection"]),
+    Resource("", "v1", "events", "Event", True, ["ev"], create_on_update=True),
+    Resource("", "v1", "serviceaccounts", "ServiceAccount", True, ["sa"]),
+    Resource("coordination.k8s.io", "v1", "leases", "Lease", True, create_on_update=True),
+    Resource("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
+    Resource("events.k8s.io", "v1", "events", "Event", True, ["ev"], create_on_update=True),
+    Resource("apps", "v1", "deployments", "Deployment", True, ["deploy"], status=True,
+             generation=True, categories=["all"]),
+    Resource("example.com", "v1", "widgets", "Widget", True, ["wd"], status=True,
+             generation=True, categories=["all"]),
+]
+BY_GV = {}                                     # gv -> {plural: Resource}
+BY_KIND = {}                                   # (apiVersion, kind) -> Resource
+for _r in RESOURCES:
+    BY_GV.setdefault(_r.gv, {})[_r.plural] = _r
+    BY_KIND[(_r.gv, _r.kind)] = _r
+GROUPS = []                                    # API groups in discovery order (core excluded)
+for _r in RESOURCES:
+    if _r.group and _r.group not in GROUPS:
+        GROUPS.append(_r.group)
+NAMESPACES = BY_GV["v1"]["namespaces"]
+
+
+# --------------------------------------------------------------------------------------------
+# Errors (kube Status objects)
+# --------------------------------------------------------------------------------------------
+
+class ApiError(Exception):
+    def __init__(self, code, reason, message, details=None, headers=None, metadata=None):
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+        self.details, self.headers, self.metadata = details, headers or {}, metadata
+
+    def status(self):
+        st = {"kind": "Status", "apiVersion": "v1", "metadata": self.metadata or {},
+              "status": "Failure", "message": self.message, "reason": self.reason}
+        if self.details:
+            st["details"] = self.details
+        st["code"] = self.code
+        return st
+
+
+def _details(rt, name):
+    d = {"name": name}
+    if rt.group:
+        d["group"] = rt.group
+    d["kind"] = rt.plural
+    return d
+
+
+def not_found(rt, name):
+    return ApiError(404, "NotFound", f'{rt.qualified} "{name}" not found', _details(rt, name))
+
+
+def already_exists(rt, name):
+    return ApiError(409, "AlreadyExists", f'{rt.qualified} "{name}" already exists',
+                    _details(rt, name))
+
+
+def conflict(rt, name, why="the object has been modified; please apply your changes to the "
+                           "latest version and try again"):
+    return ApiError(409, "Conflict", f'Operation cannot be fulfilled on {rt.qualified} "{name}": '
+                    f"{why}", _details(rt, name))
+
+
+def bad_request(msg):
+    return ApiError(400, "BadRequest", msg)
+
+
+def invalid(rt, name, msg):
+    return ApiError(422, "Invalid", f'{rt.kind} "{name}" is invalid: {msg}',
+                    dict(_details(rt, name), kind=rt.kind))
+
+
+def expired(msg, metadata=None):
+    return ApiError(410, "Expired", msg, metadata=metadata)
+
+
+PAGE_NOT_FOUND = ApiError(404, "NotFound", "the server could not find the requested resource",
+                          {})
+METHOD_NOT_ALLOWED = ApiError(405, "MethodNotAllowed", "the server does not allow this method on "
+                              "the requested resource")
+
+
+# --------------------------------------------------------------------------------------------
+# Selectors
+# --------------------------------------------------------------------------------------------
+
+_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_LABEL_KEY = re.compile(rf"^({_NAME}/)?{_NAME}$")
+_SET_RE = re.compile(r"^(\S+?)\s+(in|notin)\s*\((.*)\)$")
+
+
+def _split_top(s):
+    """Split on commas that are not inside parentheses."""
+    parts, depth, cur = [], 0, []
+    for ch in s:
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        if ch == "," and depth == 0:
+            parts.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    parts.append("".join(cur))
+    return parts
+
+
+def parse_label_selector(s):
+    reqs = []
+    for part in _split_top(s or ""):
+        part = part.strip()
+        if not part:
+            continue
+        m = _SET_RE.match(part)
+        if m:
+            key, op = m.group(1), m.group(2)
+            vals = {v.strip() for v in m.group(3).split(",")}
+            if vals == {""}:
+                raise bad_request(f"unable to parse requirement: for '{op}', 'notin' operators, "
+                                  "values set can't be empty")
+        elif part.startswith("!"):
+            key, op, vals = part[1:].strip(), "!", None
+        else:
+            for sym, op in (("!=", "!="), ("==", "="), ("=", "="), (">", "gt"), ("<", "lt")):
+                if sym in part:
+                    key, vals = (x.strip() for x in part.split(sym, 1))
+                    break
+            else:
+                key, op, vals = part, "exists", None
+            if op in ("gt", "lt"):
+                try:
+                    vals = int(vals)
+                except ValueError:
+                    raise bad_request("unable to parse requirement: invalid integer value "
+                                      f"{vals!r}")
+        if not _LABEL_KEY.match(key):
+            raise bad_request(f"unable to parse requirement: invalid label key {key!r}")
+        reqs.append((key, op, vals))
+    return reqs
+
+
+def labels_match(reqs, labels):
+    for key, op, v in reqs:
+        has = key in labels
+        val = labels.get(key)
+        if op == "=":
+            ok = has and val == v
+        elif op == "!=":
+            ok = not has or val != v
+        elif op == "in":
+            ok = has and val in v
+        elif op == "notin":
+            ok = not has or val not in v
+        elif op == "exists":
+            ok = has
+        elif op == "!":
+            ok = not has
+        else:
+            try:
+                ok = has and (int(val) > v if op == "gt" else int(val) < v)
+            except ValueError:
+                ok = False
+        if not ok:
+            return False
+    return True
+
+
+def parse_field_selector(s):
+    reqs = []
+    for part in (s or "").split(","):
+        part = part.strip()
+        if not part:
+            continue
+        for sym, op in (("!=", "!="), ("==", "="), ("=", "=")):
+            if sym in part:
+                path, val = (x.strip() for x in part.split(sym, 1))
+                reqs.append((path.split("."), op, val))
+                break
+        else:
+            raise bad_request(f"invalid selector: '{s}'; can't understand '{part}'")
+    return reqs
+
+
+def field_value(obj, path):
+    cur = obj
+    for p in path:
+        if not isinstance(cur, dict):
+            return ""
+        cur = cur.get(p)
+    if cur is None:
+        return ""
+    if isinstance(cur, bool):
+        return "true" if cur else "false"
+    return str(cur)
+
+
+def fields_match(reqs, obj):
+    for path, op, val in reqs:
+        if (field_value(obj, path) == val) != (op == "="):
+            return False
+    return True
+
+
+class Matcher:
+    """Which objects a list or watch request covers."""
+
+    def __init__(self, rt, ns, name, label_sel, field_sel):
+        self.rt, self.ns, self.name = rt, ns, name
+        self.labels = parse_label_selector(label_sel)
+        self.fields = parse_field_selector(field_sel)
+
+    @property
+    def filtered(self):
+        return bool(self.labels or self.fields or self.name)
+
+    def match(self, obj):
+        md = obj.get("metadata") or {}
+        if self.ns and md.get("namespace") != self.ns:
+            return False
+        if self.name and md.get("name") != self.name:
+            return False
+        if self.labels and not labels_match(self.labels, md.get("labels") or {}):
+            return False
+        return not self.fields or fields_match(self.fields, obj)
+
+
+# --------------------------------------------------------------------------------------------
+# Patches
+# --------------------------------------------------------------------------------------------
+
+def merge_patch(target, patch):
+    """RFC 7386 JSON merge patch."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            result.pop(k, None)
+        else:
+            result[k] = merge_patch(result.get(k), v)
+    return result
+
+
+# lists merged element by element in a strategic merge patch, by field name -> merge key
+SMP_MERGE_KEYS = {
+    "containers": "name", "initContainers": "name", "ephemeralContainers": "name",
+    "volumes": "name", "env": "name", "imagePullSecrets": "name", "volumeMounts": "mountPath",
+    "conditions": "type", "addresses": "type", "ownerReferences": "uid", "hostAliases": "ip",
+    "containerStatuses": "name", "initContainerStatuses": "name", "podIPs": "ip",
+    "hostIPs": "ip", "volumeDevices": "devicePath", "resourceClaims": "name",
+}
+SMP_PRIMITIVE_MERGE = {"finalizers"}
+
+
+def _strip_directives(v):
+    if isinstance(v, dict):
+        return {k: _strip_directives(x) for k, x in v.items() if not k.startswith("$")}
+    if isinstance(v, list):
+        return [_strip_directives(x) for x in v]
+    return v
+
+
+def strategic_merge_patch(target, patch):
+    """Strategic merge patch, simplified: a merge patch whose lists of maps with a known merge key
+    (containers by name, ports by containerPort/port, ...) merge element-wise; $patch
+    delete/replace, $deleteFromPrimitiveList and $retainKeys are honoured, other directives
+    ($setElementOrder, ...) are dropped."""
+    if not isinstance(patch, dict):
+        return _strip_directives(patch)
+    if patch.get("$patch") == "replace":
+        return _strip_directives(patch)
+    if patch.get("$patch") == "delete":
+        return None
+    result = dict(target) if isinstance(target, dict) else {}
+    retain = patch.get("$retainKeys")
+    if isinstance(retain, list):
+        result = {k: v for k, v in result.items() if k in retain or k in patch}
+    for k, v in patch.items():
+        if k.startswith("$deleteFromPrimitiveList/"):
+            f = k.split("/", 1)[1]
+            if isinstance(result.get(f), list):
+                result[f] = [x for x in result[f] if x not in v]
+            continue
+        if k.startswith("$"):
+            continue
+        if v is None:
+            result.pop(k, None)
+        elif isinstance(v, dict):
+            r = strategic_merge_patch(result.get(k), v)
+            if r is None:
+                result.pop(k, None)
+            else:
+                result[k] = r
+        elif isinstance(v, list):
+            result[k] = _smp_list(k, result.get(k), v)
+        else:
+            result[k] = v
+    return result
+
+
+def _smp_list(field, cur, plist):
+    cur = cur if isinstance(cur, list) else []
+    if field in SMP_PRIMITIVE_MERGE and not any(isinstance(x, (dict, list)) for x in plist):
+        return cur + [x for x in plist if x not in cur]
+    if not plist or not all(isinstance(x, dict) for x in plist):
+        return _strip_directives(plist)
+    key = SMP_MERGE_KEYS.get(field)
+    if field == "ports":
+        key = "containerPort" if any("containerPort" in x for x in plist + cur
+                                     if isinstance(x, dict)) else "port"
+    if key is None or any(x.get("$patch") == "replace" for x in plist):
+        return [_strip_directives(x) for x in plist if x.get("$patch") != "replace"]
+    result = [x for x in cur]
+    for el in plist:
+        idx = next((i for i, x in enumerate(result)
+                    if isinstance(x, dict) and x.get(key) == el.get(key)), None)
+        if el.get("$patch") == "delete":
+            if idx is not None:
+                result.pop(idx)
+        elif idx is not None:
+            result[idx] = strategic_merge_patch(result[idx], el)
+        else:
+            result.append(_strip_directives(el))
+    return result
+
+
+def _pointer(path):
+    if path == "":
+        return []
+    if not path.startswith("/"):
+        raise ValueError(f"invalid JSON pointer {path!r}")
+    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+
+
+def _walk(doc, parts):
+    cur = doc
+    for p in parts:
+        if isinstance(cur, list):
+            cur = cur[int(p)]
+        elif isinstance(cur, dict):
+            cur = cur[p]
+        else:
+            raise KeyError(p)
+    return cur
+
+
+def json_patch(doc, ops):
+    """RFC 6902 JSON patch."""
+    if not isinstance(ops, list):
+        raise ValueError("a JSON patch must be a list of operations")
+    for op in ops:
+        kind, parts = op.get("op"), _pointer(op.get("path", ""))
+
+        def remove(parts):
+            parent = _walk(doc, parts[:-1])
+            if isinstance(parent, list):
+                return parent.pop(int(parts[-1]))
+            return parent.pop(parts[-1])
+
+        def add(parts, value):
+            nonlocal doc
+            if not parts:
+                doc = value
+                return
+            parent = _walk(doc, parts[:-1])
+            last = parts[-1]
+            if isinstance(parent, list):
+                idx = len(parent) if last == "-" else int(last)
+                if idx < 0 or idx > len(parent):
+                    raise IndexError(last)
+                parent.insert(idx, value)
+            elif isinstance(parent, dict):
+                parent[last] = value
+            else:
+                raise KeyError(last)
+
+        if kind == "add":
+            add(parts, op["value"])
+        elif kind == "remove":
+            remove(parts)
+        elif kind == "replace":
+            _walk(doc, parts)          # must exist
+            if parts:
+                remove(parts)
+            add(parts, op["value"])
+        elif kind in ("move", "copy"):
+            src = _pointer(op["from"])
+            value = remove(src) if kind == "move" else json.loads(json.dumps(_walk(doc, src)))
+            add(parts, value)
+        elif kind == "test":
+            if _walk(doc, parts) != op.get("value"):
+                raise ValueError(f"test operation failed at {op.get('path')}")
+        else:
+            raise ValueError(f"unknown JSON patch operation {kind!r}")
+    return doc
+
+
+# --------------------------------------------------------------------------------------------
+# Store
+# --------------------------------------------------------------------------------------------
+
+class Entry:
+    """A stored object and its cached JSON. Never mutated once stored."""
+    __slots__ = ("obj", "data")
+
+    def __init__(self, obj):
+        self.obj = obj
+        self.data = dumps(obj)
+
+
+class Event:
+    __slots__ = ("rv", "type", "rid", "key", "entry", "old")
+
+    def __init__(self, rv, etype, rid, key, entry, old):
+        self.rv, self.type, self.rid, self.key = rv, etype, rid, key
+        self.entry, self.old = entry, old
+
+
+def copy_obj(entry):
+    return json.loads(entry.data)
+
+
+def encode_continue(rv, start):
+    raw = dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_continue(token):
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        d = json.loads(raw)
+        if d.get("v") != "meta.k8s.io/v1":
+            raise ValueError("unknown version")
+        return int(d["rv"]), str(d["start"])
+    except Exception as e:  # noqa: BLE001 - any garbage is a bad token
+        raise bad_request(f"continue key is not valid: {e}")
+
+
+class Store:
+    """All objects, the resourceVersion counter and the event history, behind one condition.
+
+    Every write bumps the global rv, stamps it on the object and appends an Event (with the
+    previous version, so that watches can compute selector transitions and lists can rebuild an
+    older snapshot for continue tokens). The history keeps the last `history` events; `floor` is
+    the rv below which nothing can be replayed (older rvs get 410 Expired)."""
+
+    def __init__(self, history=2000, start_rv=1000):
+        self.cond = threading.Condition()
+        self.rv = start_rv
+        self.floor = start_rv
+        self.history_size = history
+        self.history, self.history_rvs = [], []
+        self.objects = {r.id: {} for r in RESOURCES}
+        self.sorted_keys = {}
+        self.ip_counter = 100
+
+    # -- internals (lock held) --
+
+    def _keys(self, rid):
+        keys = self.sorted_keys.get(rid)
+        if keys is None:
+            keys = self.sorted_keys[rid] = sorted(self.objects[rid])
+        return keys
+
+    def _commit(self, rt, key, obj, etype):
+        """Store obj (None for DELETED) under key; returns the new Entry."""
+        self.rv += 1
+        objs = self.objects[rt.id]
+        old = objs.get(key)
+        if etype == "DELETED":
+            obj = copy_obj(old)
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        entry = Entry(obj)
+        if etype == "DELETED":
+            del objs[key]
+        else:
+            objs[key] = entry
+        if etype != "MODIFIED":                 # the set of keys changed
+            self.sorted_keys.pop(rt.id, None)
+        self.history.append(Event(self.rv, etype, rt.id, key, entry, old))
+        self.history_rvs.append(self.rv)
+        if len(self.history) > self.history_size:
+            cut = len(self.history) - self.history_size
+            self.floor = self.history_rvs[cut - 1]
+            del self.history[:cut]
+            del self.history_rvs[:cut]
+        self.cond.notify_all()
+        return entry
+
+    def _snapshot(self, rt, rv):
+        """{key: Entry} of rt as it was at rv (rv >= floor), and its sorted keys."""
+        if rv >= self.rv:
+            return self.objects[rt.id], self._keys(rt.id)
+        if rv < self.floor:
+            raise expired(f"too old resource version: {rv} ({self.floor})")
+        objs = dict(self.objects[rt.id])
+        i = bisect.bisect_right(self.history_rvs, rv)
+        for ev in reversed(self.history[i:]):
+            if ev.rid != rt.id:
+                continue
+            if ev.type == "ADDED":
+                objs.pop(ev.key, None)
+            else:
+                objs[ev.key] = ev.old
+        return objs, sorted(objs)
+
+    def _finalize_meta(self, rt, obj, old):
+        md = obj["metadata"]
+        omd = old.obj["metadata"]
+        for f in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            if f in omd:
+                md[f] = omd[f]
+            else:
+                md.pop(f, None)
+        md["name"] = omd["name"]
+        if rt.namespaced:
+            md["namespace"] = omd["namespace"]
+        if rt.generation:
+            gen = omd.get("generation", 1)
+            md["generation"] = gen + 1 if obj.get("spec") != old.obj.get("spec") else gen
+
+    # -- API operations --
+
+    def get(self, rt, ns, name):
+        with self.cond:
+            return self.objects[rt.id].get(rt.key(ns, name))
+
+    def list(self, rt, matcher, limit=0, cont="", rv="", rv_match=""):
+        """Returns (item bytes list, list rv, continue token or "", remainingItemCount or None)."""
+        with self.cond:
+            start = ""
+            if cont:
+                list_rv, start = decode_continue(cont)
+                if list_rv <= 0:
+                    list_rv = self.rv
+                elif list_rv < self.floor:
+                    raise expired(
+                        "The provided continue parameter is too old to display a consistent list "
+                        "result. You can start a new list without the continue parameter, or use "
+                        "the continue token in this response to retrieve the remainder of the "
+                        "results. Continuing with the provided token results in an inconsistent "
+                        "list - objects that were created, modified, or deleted between the time "
+                        "the first chunk was returned and now may show up in the list.",
+                        metadata={"continue": encode_continue(-1, start)})
+            elif rv in ("", "0"):
+                list_rv = self.rv
+                if rv == "0":
+                    limit = 0          # served from the "watch cache": limit is ignored
+            else:
+                try:
+                    want = int(rv)
+                except ValueError:
+                    raise bad_request(f'invalid resource version "{rv}"')
+                deadline = time.monotonic() + TOO_LARGE_RV_WAIT
+                while self.rv < want and time.monotonic() < deadline:
+                    self.cond.wait(deadline - time.monotonic())
+                if self.rv < want:
+                    causes = [{"reason": "ResourceVersionTooLarge",
+                               "message": "Too large resource version"}]
+                    raise ApiError(504, "Timeout", f"Too large resource version: {want}, "
+                                   f"current: {self.rv}",
+                                   {"causes": causes, "retryAfterSeconds": 1},
+                                   headers={"Retry-After": "1"})
+                list_rv = want if rv_match == "Exact" else self.rv
+            objs, keys = self._snapshot(rt, list_rv)
+            i = bisect.bisect_left(keys, start) if start else 0
+            if matcher.ns and not start:
+                i = bisect.bisect_left(keys, matcher.ns + "/")
+            items, last, more = [], None, False
+            for key in keys[i:]:
+                e = objs[key]
+                if matcher.ns and not key.startswith(matcher.ns + "/"):
+                    if key > matcher.ns + "/":
+                        break
+                    continue
+                if not matcher.match(e.obj):
+                    continue
+                if limit and len(items) >= limit:
+                    more = True
+                    break
+                items.append(e.data)
+                last = key
+            token, remaining = "", None
+            if more:
+                token = encode_continue(list_rv, last + "\x00")
+                if not matcher.filtered and not matcher.ns:
+                    remaining = len(keys) - bisect.bisect_right(keys, last)
+            return items, list_rv, token, remaining
+
+    def snapshot_for_watch(self, rt, matcher):
+        with self.cond:
+            objs, keys = self.objects[rt.id], self._keys(rt.id)
+            return [objs[k] for k in keys if matcher.match(objs[k].obj)], self.rv
+
+    def events_after(self, cursor):
+        """Events with rv > cursor; None if they are no longer in the history. Lock held."""
+        if cursor < self.floor:
+            return None
+        i = bisect.bisect_right(self.history_rvs, cursor)
+        return self.history[i:]
+
+    def namespace_exists(self, ns):
+        with self.cond:
+            return ns in self.objects[NAMESPACES.id]
+
+    def create(self, rt, obj, dry_run=False):
+        with self.cond:
+            md = obj["metadata"]
+            if not md.get("name") and md.get("generateName"):
+                while True:
+                    md["name"] = md["generateName"] + "".join(
+                        random.choices("bcdfghjklmnpqrstvwxz2456789", k=5))
+                    if rt.key(md.get("namespace"), md["name"]) not in self.objects[rt.id]:
+                        break
+            key = rt.key(md.get("namespace"), md["name"])
+            if key in self.objects[rt.id]:
+                raise already_exists(rt, md["name"])
+            self._defaults(rt, obj)
+            if dry_run:
+                return Entry(obj)
+            return self._commit(rt, key, obj, "ADDED")
+
+    def _defaults(self, rt, obj):
+        md = obj["metadata"]
+        md["uid"] = str(uuid.uuid4())
+        md["creationTimestamp"] = now_ts()
+        for f in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
+            md.pop(f, None)
+        if rt.generation:
+            md["generation"] = 1
+        if rt.kind == "Pod" and not obj.get("status"):
+            obj["status"] = {"phase": "Pending", "qosClass": "BestEffort"}
+        elif rt.kind == "Namespace":
+            obj.setdefault("spec", {"finalizers": ["kubernetes"]})
+            obj["status"] = {"phase": "Active"}
+        elif rt.kind == "Service":
+            spec = obj.setdefault("spec", {})
+            if not spec.get("clusterIP") and spec.get("type") != "ExternalName":
+                self.ip_counter += 1
+                spec["clusterIP"] = f"10.96.{self.ip_counter // 250}.{self.ip_counter % 250 + 1}"
+                spec["clusterIPs"] = [spec["clusterIP"]]
+            spec.setdefault("type", "ClusterIP")
+
+    def update(self, rt, ns, name, fn, sub=None, dry_run=False, check_rv=True):
+        """Read-modify-write: fn(current obj copy or None) -> new obj. Returns (Entry, created)."""
+        with self.cond:
+            key = rt.key(ns, name)
+            old = self.objects[rt.id].get(key)
+            obj = fn(copy_obj(old) if old else None)
+            md = obj.setdefault("metadata", {})
+            if old is None:
+                if not rt.create_on_update or sub:
+                    raise not_found(rt, name)
+                md["name"], md["namespace"] = name, ns
+                if not rt.namespaced:
+                    md.pop("namespace", None)
+                self._defaults(rt, obj)
+                return (Entry(obj) if dry_run else self._commit(rt, key, obj, "ADDED")), True
+            want = md.get("resourceVersion")
+            if check_rv and want and want != old.obj["metadata"]["resourceVersion"]:
+                raise conflict(rt, name)
+            if sub == "status":
+                status = obj.get("status")
+                obj = copy_obj(old)
+                if status is None:
+                    obj.pop("status", None)
+                else:
+                    obj["status"] = status
+            elif rt.status:
+                if "status" in old.obj:
+                    obj["status"] = old.obj["status"]
+                else:
+                    obj.pop("status", None)
+            self._finalize_meta(rt, obj, old)
+            if dry_run:
+                return Entry(obj), False
+            if obj["metadata"].get("deletionTimestamp") and not obj["metadata"].get("finalizers"):
+                return self._commit(rt, key, None, "DELETED"), False
+            return self._commit(rt, key, obj, "MODIFIED"), False
+
+    def delete(self, rt, ns, name, preconditions=None, dry_run=False):
+        with self.cond:
+            key = rt.key(ns, name)
+            old = self.objects[rt.id].get(key)
+            if old is None:
+                raise not_found(rt, name)
+            md = old.obj["metadata"]
+            pre = preconditions or {}
+            if pre.get("uid") and pre["uid"] != md.get("uid"):
+                raise conflict(rt, name, f"Precondition failed: UID in precondition: {pre['uid']}, "
+                               f"UID in object meta: {md.get('uid')}")
+            if pre.get("resourceVersion") and pre["resourceVersion"] != md["resourceVersion"]:
+                raise conflict(rt, name, "Precondition failed: ResourceVersion in precondition: "
+                               f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                               f"{md['resourceVersion']}")
+            if dry_run:
+                return old
+            if md.get("finalizers"):
+                if md.get("deletionTimestamp"):
+                    return old
+                obj = copy_obj(old)
+                obj["metadata"]["deletionTimestamp"] = now_ts()
+                obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                return self._commit(rt, key, obj, "MODIFIED")
+            if rt is NAMESPACES:            # the namespace controller's work, done at once
+                for other in RESOURCES:
+                    if other.namespaced:
+                        for k in [k for k in self.objects[other.id] if k.startswith(name + "/")]:
+                            self._commit(other, k, None, "DELETED")
+            return self._commit(rt, key, None, "DELETED")
+
+    # -- control-port operations (no admission, no preconditions) --
+
+    def put_raw(self, obj):
+        rt = BY_KIND.get((obj.get("apiVersion"), obj.get("kind")))
+        if rt is None:
+            raise bad_request(f"unknown apiVersion/kind {obj.get('apiVersion')}/{obj.get('kind')}")
+        md = obj.setdefault("metadata", {})
+        if not md.get("name"):
+            raise bad_request("metadata.name is required")
+        if rt.namespaced:
+            md.setdefault("namespace", "default")
+        else:
+            md.pop("namespace", None)
+        with self.cond:
+            key = rt.key(md.get("namespace"), md["name"])
+            old = self.objects[rt.id].get(key)
+            if old is None:
+                md.setdefault("uid", str(uuid.uuid4()))
+                md.setdefault("creationTimestamp", now_ts())
+                if rt.generation:
+                    md.setdefault("generation", 1)
+                return self._commit(rt, key, obj, "ADDED")
+            omd = old.obj["metadata"]
+            md.setdefault("uid", omd.get("uid"))
+            md.setdefault("creationTimestamp", omd.get("creationTimestamp"))
+            return self._commit(rt, key, obj, "MODIFIED")
+
+    def delete_raw(self, rt, ns, name):
+        with self.cond:
+            key = rt.key(ns, name)
+            if key not in self.objects[rt.id]:
+                raise not_found(rt, name)
+            return self._commit(rt, key, None, "DELETED")
+
+    def compact(self):
+        with self.cond:
+            self.history.clear()
+            self.history_rvs.clear()
+            self.floor = self.rv
+            self.cond.notify_all()
+            return self.rv
+
+
+# --------------------------------------------------------------------------------------------
+# Seed data: a small realistic cluster, and N bulk pods
+# --------------------------------------------------------------------------------------------
+
+FAKE_CA = ("-----BEGIN CERTIFICATE-----\n" + "\n".join(
+    base64.b64encode(hashlib.sha512(b"ca%d" % i).digest()).decode()[:64] for i in range(12))
+    + "\n-----END CERTIFICATE-----\n")
+
+
+def _h(*parts, n=10):
+    return hashlib.sha1("/".join(map(str, parts)).encode()).hexdigest()[:n]
+
+
+_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
+
+
+def _suffix(i):
+    """A 5-character pod-name suffix, unique for i < 27**5 (a bijection of i)."""
+    n, out = (i * 7919 + 4242) % 27 ** 5, ""
+    for _ in range(5):
+        n, d = divmod(n, 27)
+        out += _ALNUM[d]
+    return out
+
+
+def _uid(*parts):
+    return str(uuid.UUID(hashlib.md5("/".join(map(str, parts)).encode()).hexdigest()))
+
+
+def _meta(name, ns=None, labels=None, annotations=None, age=86400, owner=None):
+    md = {"name": name}
+    if ns:
+        md["namespace"] = ns
+    md["uid"] = _uid(ns, name)
+    md["creationTimestamp"] = now_ts(-age)
+    if labels:
+        md["labels"] = labels
+    if annotations:
+        md["annotations"] = annotations
+    if owner:
+        kind, oname = owner
+        md["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": kind, "name": oname,
+                                  "uid": _uid("owner", ns, oname), "controller": True,
+                                  "blockOwnerDeletion": True}]
+    return md
+
+
+def make_node(name, i):
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": _meta(name, labels={
+            "beta.kubernetes.io/arch": "amd64", "beta.kubernetes.io/os": "linux",
+            "kubernetes.io/arch": "amd64", "kubernetes.io/hostname": name,
+            "kubernetes.io/os": "linux", "openyurt.io/is-edge-worker": "true"},
+            annotations={"node.alpha.kubernetes.io/ttl": "0",
+                         "volumes.kubernetes.io/controller-managed-attach-detach": "true"}),
+        "spec": {"podCIDR": f"10.244.{i % 250}.0/24", "podCIDRs": [f"10.244.{i % 250}.0/24"]},
+        "status": {
+            "addresses": [{"type": "InternalIP", "address": f"127.0.1.{i % 250 + 1}"},
+                          {"type": "Hostname", "address": name}],
+            "allocatable": {"cpu": "4", "ephemeral-storage": "95069439022", "memory": "8045668Ki",
+                            "pods": "110"},
+            "capacity": {"cpu": "4", "ephemeral-storage": "103154Mi", "memory": "8148068Ki",
+                         "pods": "110"},
+            "conditions": [
+                {"type": t, "status": s, "reason": r, "message": m,
+                 "lastHeartbeatTime": now_ts(-10), "lastTransitionTime": now_ts(-86000)}
+                for t, s, r, m in (
+                    ("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                     "kubelet has sufficient memory available"),
+                    ("DiskPressure", "False", "KubeletHasNoDiskPressure",
+                     "kubelet has no disk pressure"),
+                    ("PIDPressure", "False", "KubeletHasSufficientPID",
+                     "kubelet has sufficient PID available"),
+                    ("Ready", "True", "KubeletReady", "kubelet is posting ready status"))],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"architecture": "amd64", "bootID": _uid("boot", name),
+                         "containerRuntimeVersion": "containerd://1.7.22",
+                         "kernelVersion": "6.1.0-27-amd64", "kubeProxyVersion": SERVER_VERSION,
+                         "kubeletVersion": SERVER_VERSION, "machineID": _h("m", name, n=32),
+                         "operatingSystem": "linux", "osImage": "Debian GNU/Linux 12 (bookworm)",
+                         "systemUUID": _uid("sys", name)},
+        },
+    }
+
+
+def make_pod(ns, name, node, app, owner, ip, host_ip, phase="Running", image=None, env=4,
+             host_network=False, labels=None):
+    image = image or f"registry.example.com/{app}:1.{len(name) % 7}.2"
+    tok = "kube-api-access-" + _h(ns, name, n=5)
+    started = now_ts(-3600)
+    running = phase == "Running"
+    lbl = {"app": app}
+    if owner[0] == "ReplicaSet":
+        lbl["pod-template-hash"] = owner[1].rsplit("-", 1)[-1]
+    else:
+        lbl["controller-revision-hash"] = _h(owner[1], n=10)
+    lbl.update(labels or {})
+    cond = [{"type": t, "status": "True" if running or t == "PodScheduled" else "False",
+             "lastProbeTime": None, "lastTransitionTime": started}
+            for t in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady",
+                      "PodScheduled")]
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": dict(_meta(name, ns, lbl, owner=owner, age=3700),
+                         generateName=owner[1] + "-"),
+        "spec": {
+            "containers": [{
+                "name": app, "image": image, "imagePullPolicy": "IfNotPresent",
+                "ports": [{"containerPort": 8080, "name": "http", "protocol": "TCP"}],
+                "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {
+                    "apiVersion": "v1", "fieldPath": "metadata.name"}}},
+                        {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {
+                            "apiVersion": "v1", "fieldPath": "metadata.namespace"}}}]
+                + [{"name": f"{app.upper().replace('-', '_')}_SETTING_{k}", "value": f"value-{k}"}
+                   for k in range(env)],
+                "resources": {"limits": {"memory": "256Mi"},
+                              "requests": {"cpu": "100m", "memory": "128Mi"}},
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+                "volumeMounts": [{"mountPath": "/var/run/secrets/kubernetes.io/serviceaccount",
+                                  "name": tok, "readOnly": True}],
+            }],
+            "dnsPolicy": "ClusterFirst", "enableServiceLinks": True, "hostNetwork": host_network,
+            "nodeName": node, "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
+            "restartPolicy": "Always", "schedulerName": "default-scheduler",
+            "securityContext": {}, "serviceAccount": "default", "serviceAccountName": "default",
+            "terminationGracePeriodSeconds": 30,
+            "tolerations": [{"effect": "NoExecute", "key": k, "operator": "Exists",
+                             "tolerationSeconds": 300}
+                            for k in ("node.kubernetes.io/not-ready",
+                                      "node.kubernetes.io/unreachable")],
+            "volumes": [{"name": tok, "projected": {"defaultMode": 420, "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"items": [{"key": "ca.crt", "path": "ca.crt"}],
+                               "name": "kube-root-ca.crt"}},
+                {"downwardAPI": {"items": [{"fieldRef": {"apiVersion": "v1",
+                                                         "fieldPath": "metadata.namespace"},
+                                            "path": "namespace"}]}}]}}],
+        },
+        "status": {
+            "phase": phase, "conditions": cond, "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
+            "podIP": ip, "podIPs": [{"ip": ip}], "qosClass": "Burstable", "startTime": started,
+            "containerStatuses": [{
+                "name": app, "image": image, "imageID": image.split(":")[0] + "@sha256:"
+                + hashlib.sha256(image.encode()).hexdigest(),
+                "containerID": "containerd://" + hashlib.sha256(name.encode()).hexdigest(),
+                "ready": running, "restartCount": 0, "started": running, "lastState": {},
+                "state": {"running": {"startedAt": started}} if running else
+                {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started,
+                                "finishedAt": now_ts(-60)}},
+            }],
+        },
+    }
+
+
+def seed(store, mode, nodes, bulk_pods, api_port):
+    put = store.put_raw
+    for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        put({"apiVersion": "v1", "kind": "Namespace",
+             "metadata": _meta(ns, labels={"kubernetes.io/metadata.name": ns}),
+             "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+    if mode == "sample":
+        seed_sample(store, nodes, api_port)
+    if bulk_pods:
+        seed_bulk(store, bulk_pods, nodes)
+    store.compact()            # like a fresh apiserver: nothing older than now can be replayed
+
+
+def seed_sample(store, nodes, api_port):
+    put = store.put_raw
+    for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+        put({"apiVersion": "v1", "kind": "ConfigMap",
+             "metadata": _meta("kube-root-ca.crt", ns, annotations={
+                 "kubernetes.io/description": "Contains a CA bundle that can be used to verify "
+                 "the kube-apiserver when using internal endpoints such as the internal service "
+                 "IP or kubernetes.default.svc. No other usage is guaranteed across "
+                 "distributions of Kubernetes clusters."}),
+             "data": {"ca.crt": FAKE_CA}})
+        put({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta("default", ns)})
+    put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta("coredns", "kube-system"),
+         "data": {"Corefile": ".:53 {\n    errors\n    health\n    ready\n    kubernetes "
+                  "cluster.local in-addr.arpa ip6.arpa {\n       pods insecure\n       "
+                  "fallthrough in-addr.arpa ip6.arpa\n    }\n    forward . /etc/resolv.conf\n"
+                  "    cache 30\n    loop\n    reload\n}\n"}})
+    put({"apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta("kube-proxy", "kube-system",
+                                                                     labels={"app": "kube-proxy"}),
+         "data": {"config.conf": "apiVersion: kubeproxy.config.k8s.io/v1alpha1\n"
+                  "kind: KubeProxyConfiguration\nmode: iptables\n"}})
+    put({"apiVersion": "v1", "kind": "Secret", "metadata": _meta("app-credentials", "default"),
+         "type": "Opaque", "data": {"username": base64.b64encode(b"admin").decode(),
+                                    "password": base64.b64encode(b"s3cr3t").decode()}})
+    dns_ips = []
+    for i, node in enumerate(nodes):
+        put(make_node(node, i))
+        host_ip = f"127.0.1.{i % 250 + 1}"
+        put({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": dict(_meta(node, "kube-node-lease"), ownerReferences=[{
+                 "apiVersion": "v1", "kind": "Node", "name": node, "uid": _uid(None, node)}]),
+             "spec": {"holderIdentity": node, "leaseDurationSeconds": 40,
+                      "renewTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())}})
+        put(make_pod("kube-system", f"kube-proxy-{_h(node, n=5)}", node, "kube-proxy",
+                     ("DaemonSet", "kube-proxy"), host_ip, host_ip, host_network=True,
+                     image=f"registry.k8s.io/kube-proxy:{SERVER_VERSION}", env=1,
+                     labels={"k8s-app": "kube-proxy"}))
+        put(make_pod("default", f"web-{_h('web', n=10)}-{_h(node, n=5)}", node, "web",
+                     ("ReplicaSet", "web-" + _h("web", n=10)), f"10.244.{i % 250}.10", host_ip,
+                     labels={"tier": "frontend"}))
+        if i < 2:
+            ip = f"10.244.{i % 250}.2"
+            dns_ips.append((ip, node, f"coredns-6f6b679f8f-{_h('dns', node, n=5)}"))
+            put(make_pod("kube-system", dns_ips[-1][2], node, "coredns",
+                         ("ReplicaSet", "coredns-6f6b679f8f"), ip, host_ip,
+                         image="registry.k8s.io/coredns/coredns:v1.11.3", env=0,
+                         labels={"k8s-app": "kube-dns"}))
+    put({"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": dict(_meta("coredns", "kube-system", {"k8s-app": "kube-dns"}), generation=1),
+         "spec": {"replicas": len(dns_ips), "selector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                  "template": {"metadata": {"labels": {"k8s-app": "kube-dns"}}, "spec": {
+                      "containers": [{"name": "coredns",
+                                      "image": "registry.k8s.io/coredns/coredns:v1.11.3"}]}}},
+         "status": {"replicas": len(dns_ips), "readyReplicas": len(dns_ips),
+                    "availableReplicas": len(dns_ips), "observedGeneration": 1}})
+    # the API server's own service, pointing at this double
+    put({"apiVersion": "v1", "kind": "Service",
+         "metadata": _meta("kubernetes", "default", {"component": "apiserver",
+                                                     "provider": "kubernetes"}),
+         "spec": {"clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"], "type": "ClusterIP",
+                  "ports": [{"name": "https", "port": 443, "protocol": "TCP",
+                             "targetPort": api_port}], "sessionAffinity": "None"},
+         "status": {"loadBalancer": {}}})
+    put({"apiVersion": "v1", "kind": "Endpoints",
+         "metadata": _meta("kubernetes", "default", {"endpointslice.kubernetes.io/skip-mirror":
+                                                     "true"}),
+         "subsets": [{"addresses": [{"ip": "127.0.0.1"}],
+                      "ports": [{"name": "https", "port": api_port, "protocol": "TCP"}]}]})
+    put({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": _meta("kubernetes", "default", {"kubernetes.io/service-name": "kubernetes"}),
+         "addressType": "IPv4", "endpoints": [{"addresses": ["127.0.0.1"],
+                                               "conditions": {"ready": True}}],
+         "ports": [{"name": "https", "port": api_port, "protocol": "TCP"}]})
+    dns_ports = [("dns", 53, "UDP"), ("dns-tcp", 53, "TCP"), ("metrics", 9153, "TCP")]
+    put({"apiVersion": "v1", "kind": "Service",
+         "metadata": _meta("kube-dns", "kube-system", {"k8s-app": "kube-dns",
+                                                       "kubernetes.io/name": "CoreDNS"}),
+         "spec": {"clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"], "type": "ClusterIP",
+                  "selector": {"k8s-app": "kube-dns"}, "sessionAffinity": "None",
+                  "ports": [{"name": n, "port": p, "protocol": pr, "targetPort": p}
+                            for n, p, pr in dns_ports]},
+         "status": {"loadBalancer": {}}})
+    put({"apiVersion": "v1", "kind": "Endpoints",
+         "metadata": _meta("kube-dns", "kube-system", {"k8s-app": "kube-dns"}),
+         "subsets": [{"addresses": [{"ip": ip, "nodeName": node, "targetRef": {
+             "kind": "Pod", "name": pod, "namespace": "kube-system",
+             "uid": _uid("kube-system", pod)}} for ip, node, pod in dns_ips],
+             "ports": [{"name": n, "port": p, "protocol": pr} for n, p, pr in dns_ports]}]})
+    put({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+         "metadata": _meta("kube-dns-" + _h("kube-dns", n=5), "kube-system", {
+             "kubernetes.io/service-name": "kube-dns", "k8s-app": "kube-dns",
+             "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io"}),
+         "addressType": "IPv4",
+         "endpoints": [{"addresses": [ip], "conditions": {"ready": True, "serving": True,
+                                                          "terminating": False},
+                        "nodeName": node, "targetRef": {"kind": "Pod", "name": pod,
+                                                        "namespace": "kube-system"}}
+                       for ip, node, pod in dns_ips],
+         "ports": [{"name": n, "port": p, "protocol": pr} for n, p, pr in dns_ports]})
+    put({"apiVersion": "v1", "kind": "Event",
+         "metadata": _meta(f"{nodes[0]}.{_h('ev', n=16)}", "default", age=600),
+         "involvedObject": {"kind": "Node", "name": nodes[0], "uid": nodes[0]},
+         "reason": "NodeReady", "message": f"Node {nodes[0]} status is now: NodeReady",
+         "source": {"component": "kubelet", "host": nodes[0]}, "type": "Normal", "count": 1,
+         "firstTimestamp": now_ts(-600), "lastTimestamp": now_ts(-600)})
+    for i, color in enumerate(("red", "green", "blue")):
+        put({"apiVersion": "example.com/v1", "kind": "Widget",
+             "metadata": dict(_meta(f"widget-{color}", "default", {"color": color}),
+                              generation=1),
+             "spec": {"size": i + 1, "color": color}, "status": {"ready": True}})
+
+
+def seed_bulk(store, n, nodes):
+    nss = [f"bulk-{i:02d}" for i in range(10)]
+    for ns in nss:
+        store.put_raw({"apiVersion": "v1", "kind": "Namespace",
+                       "metadata": _meta(ns, labels={"kubernetes.io/metadata.name": ns}),
+                       "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
+    workers = [f"worker-{i:03d}" for i in range(max(1, n // 100))]
+    for i, w in enumerate(workers):
+        store.put_raw(make_node(w, len(nodes) + i))
+    all_nodes = list(nodes) + workers
+    apps = ["api", "web", "worker", "cache", "billing", "search", "auth", "queue"]
+    for i in range(n):
+        ns = nss[i % len(nss)]
+        app = apps[(i // len(nss)) % len(apps)]
+        node_i = i % len(all_nodes)
+        node = all_nodes[node_i]
+        rs = f"{app}-{_h(ns, app, n=10)}"
+        phase = "Succeeded" if i % 50 == 49 else ("Pending" if i % 97 == 96 else "Running")
+        store.put_raw(make_pod(ns, f"{rs}-{_suffix(i)}", node, app, ("ReplicaSet", rs),
+                               f"10.{64 + (i >> 16) % 64}.{(i >> 8) & 255}.{i & 255}",
+                               f"127.0.1.{node_i % 250 + 1}", phase=phase, env=2,
+                               labels={"tier": "backend" if i % 3 else "frontend",
+                                       "release": f"r{i % 5}"}))
+
+
+# --------------------------------------------------------------------------------------------
+# Discovery and OpenAPI
+# --------------------------------------------------------------------------------------------
+
+def version_doc():
+    major, minor = SERVER_VERSION.lstrip("v").split(".")[:2]
+    return {"major": major, "minor": minor, "gitVersion": SERVER_VERSION,
+            "gitCommit": "0" * 40, "gitTreeState": "clean", "buildDate": "2025-04-22T16:03:10Z",
+            "goVersion": "go1.23.6", "compiler": "gc", "platform": "linux/amd64"}
+
+
+def api_versions_doc(port):
+    return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+        {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{port}"}]}
+
+
+def api_group_doc(group):
+    versions = sorted({r.version for r in RESOURCES if r.group == group})
+    vs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": vs,
+            "preferredVersion": vs[0]}
+
+
+def api_group_list_doc():
+    return {"kind": "APIGroupList", "apiVersion": "v1",
+            "groups": [{k: v for k, v in api_group_doc(g).items()
+                        if k not in ("kind", "apiVersion")} for g in GROUPS]}
+
+
+def resource_list_doc(gv):
+    res = []
+    for r in BY_GV[gv].values():
+        d = {"name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+             "kind": r.kind, "verbs": r.verbs}
+        if r.short:
+            d["shortNames"] = r.short
+        if r.categories:
+            d["categories"] = r.categories
+        d["storageVersionHash"] = base64.b64encode(
+            hashlib.sha256(r.id.encode()).digest()[:8]).decode()
+        res.append(d)
+        if r.status:
+            res.append({"name": r.plural + "/status", "singularName": "",
+                        "namespaced": r.namespaced, "kind": r.kind,
+                        "verbs": ["get", "patch", "update"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}
+
+
+def _schema_name(r):
+    if r.group == "example.com":
+        return f"com.example.{r.version}.{r.kind}"
+    short = r.group.split(".")[0] if r.group else "core"
+    return f"io.k8s.api.{short}.{r.version}.{r.kind}"
+
+
+def _query_params(names):
+    return [{"name": n, "in": "query", "schema": {"type": "string"}, "uniqueItems": True}
+            for n in names]
+
+
+def _operation(r, action, params, body=None):
+    schema = {"$ref": f"#/components/schemas/{_schema_name(r)}"}
+    op = {"operationId": f"{action}{r.kind}", "parameters": _query_params(params),
+          "responses": {"200": {"description": "OK",
+                                "content": {"application/json": {"schema": schema}}}},
+          "x-kubernetes-action": action,
+          "x-kubernetes-group-version-kind": {"group": r.group, "version": r.version,
+                                              "kind": r.kind}}
+    if body is not None:
+        op["requestBody"] = {"content": {t: {"schema": body or schema} for t in
+                                         (["application/json-patch+json",
+                                           "application/merge-patch+json"] if body else ["*/*"])},
+                             "required": True}
+    return op
+
+
+def openapi_gv_doc(gv):
+    """A minimal OpenAPI v3 document for one group/version: for each kind an object schema
+    carrying x-kubernetes-group-version-kind, and item paths whose PATCH operation lists the
+    fieldValidation query parameter (which is what kubectl checks before `apply`). The PATCH
+    request bodies do not list strategic-merge-patch, so kubectl computes strategic patches from
+    its compiled-in types instead of from these (property-less) schemas."""
+    meta = "io.k8s.apimachinery.pkg.apis.meta.v1."
+    loose = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schemas = {meta + "ObjectMeta": loose, meta + "Status": loose,
+               meta + "Patch": {"type": "object"}}
+    patch_body = {"$ref": f"#/components/schemas/{meta}Patch"}
+    paths = {}
+    for r in BY_GV[gv].values():
+        schemas[_schema_name(r)] = {
+            "description": f"{r.kind} (schema reduced by the test double)", "type": "object",
+            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                           "metadata": {"$ref": f"#/components/schemas/{meta}ObjectMeta"}},
+            "x-kubernetes-preserve-unknown-fields": True,
+            "x-kubernetes-group-version-kind": [{"group": r.group, "version": r.version,
+                                                 "kind": r.kind}]}
+        path_params = [{"name": "name", "in": "path", "required": True,
+                        "schema": {"type": "string"}}]
+        if r.namespaced:
+            path_params.append({"name": "namespace", "in": "path", "required": True,
+                                "schema": {"type": "string"}})
+        base = r.prefix + ("/namespaces/{namespace}/" if r.namespaced else "/") + r.plural
+        write = ["dryRun", "fieldManager", "fieldValidation"]
+        paths[base] = {
+            "get": _operation(r, "list", ["labelSelector", "fieldSelector", "limit", "continue",
+                                          "resourceVersion", "watch"]),
+            "post": _operation(r, "post", write, body={}),
+            "parameters": path_params[1:]}
+        paths[base + "/{name}"] = {
+            "get": _operation(r, "get", []),
+            "delete": _operation(r, "delete", ["dryRun", "gracePeriodSeconds"]),
+            "put": _operation(r, "put", write, body={}),
+            "patch": _operation(r, "patch", write + ["force"], body=patch_body),
+            "parameters": path_params}
+    return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": SERVER_VERSION},
+            "paths": paths, "components": {"schemas": schemas}}
+
+
+def _gv_path(gv):
+    return f"apis/{gv}" if "/" in gv else f"api/{gv}"
+
+
+OPENAPI_DOCS = {_gv_path(gv): dumps(openapi_gv_doc(gv)) for gv in BY_GV}
+OPENAPI_ROOT = dumps({"paths": {p: {"serverRelativeURL": f"/openapi/v3/{p}?hash="
+                                    + hashlib.sha512(d).hexdigest().upper()}
+                                for p, d in OPENAPI_DOCS.items()}})
+
+
+# --------------------------------------------------------------------------------------------
+# Network gate: cut modes, connection tracking, request statistics, injected failures
+# --------------------------------------------------------------------------------------------
+
+class Gate:
+    """The state of the API port: "open", "refuse" or "blackhole".
+
+    Shares the store's condition so that watch loops wake up on a change."""
+
+    def __init__(self, cond):
+        self.cond = cond
+        self.mode = "open"
+        self.conns = set()            # holders of live API sockets
+        self.requests = 0
+        self.by_ua, self.by_path, self.by_verb = Counter(), Counter(), Counter()
+        self.by_verb_path = Counter()
+        self.watches = 0
+        self.faults = []              # [code, count, path_prefix]
+
+    def hold(self):
+        """Block while black-holed; True if the request may be answered."""
+        with self.cond:
+            while self.mode == "blackhole":
+                self.cond.wait()
+            return self.mode == "open"
+
+    def track(self, holder):
+        with self.cond:
+            if self.mode == "refuse":
+                return False
+            self.conns.add(holder)
+            return True
+
+    def untrack(self, holder):
+        with self.cond:
+            self.conns.discard(holder)
+
+    def kill_all(self):
+        """Shut down every open API connection (watches included) at once."""
+        with self.cond:
+            for holder in list(self.conns):
+                try:
+                    fd = holder.sock.fileno()
+                    if fd >= 0:
+                        dup = socket.socket(fileno=os.dup(fd))
+                        try:
+                            dup.shutdown(socket.SHUT_RDWR)
+                        finally:
+                            dup.close()
+                except OSError:
+                    pass
+
+    def count(self, ua, path):
+        with self.cond:
+            self.requests += 1
+            self.by_ua[(ua or "").split("/")[0]] += 1
+            self.by_path[path] += 1
+
+    def count_verb(self, verb, path):
+        with self.cond:
+            self.by_verb[verb] += 1
+            self.by_verb_path[f"{verb} {path}"] += 1
+
+    def take_fault(self, path):
+        with self.cond:
+            for f in self.faults:
+                if path.startswith(f[2]) and f[1] > 0:
+                    f[1] -= 1
+                    if f[1] == 0:
+                        self.faults.remove(f)
+                    return f[0]
+        return None
+
+
+class ConnHolder:
+    __slots__ = ("sock",)
+
+    def __init__(self, sock):
+        self.sock = sock
+
+
+# --------------------------------------------------------------------------------------------
+# The API handler
+# --------------------------------------------------------------------------------------------
+
+CONN_ERRORS = (ConnectionError, BrokenPipeError, ssl.SSLError, socket.timeout, OSError)
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+PATCH_TYPES = ("application/merge-patch+json", "application/strategic-merge-patch+json",
+               "application/json-patch+json", "application/apply-patch+yaml")
+
+
+def _truthy(v):
+    return v in ("true", "1", "True")
+
+
+class ApiHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in separate writes: without TCP_NODELAY every
+    # small response on a kept-alive connection waits ~40 ms for a delayed ACK,
+    # which a real API server (Go) never does.
+    disable_nagle_algorithm = True
+    server_version = "kube-apiserver-double"
+    timeout = None
+
+    # -- plumbing --
+
+    def log_message(self, fmt, *args):
+        if self.server.verbose:
+            sys.stderr.write("api: %s %s\n" % (self.address_string(), fmt % args))
+
+    def handle(self):
+        try:
+            super().handle()
+        except CONN_ERRORS:
+            self.close_connection = True
+
+    def finish(self):
+        try:
+            super().finish()
+        except CONN_ERRORS:
+            pass
+
+    def send_response(self, code, message=None):
+        self.log_request(code)
+        self.send_response_only(code, message)
+        self.send_header("Date", self.date_time_string())
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = lambda self: self.dispatch()
+
+    def _read_body(self):
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            out = bytearray()
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return bytes(out)
+                out += self.rfile.read(size)
+                self.rfile.readline()
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def _send(self, code, body, ctype="application/json", headers=None, compress=True):
+        extra = dict(headers or {})
+        if (compress and len(body) > GZIP_THRESHOLD
+                and "gzip" in self.headers.get("Accept-Encoding", "")):
+            body = gzip.compress(body, compresslevel=1)
+            extra["Content-Encoding"] = "gzip"
+            extra["Vary"] = "Accept-Encoding"
+        self.send_response(code)
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Type", ctype)
+        for k, v in extra.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _send_obj(self, code, obj, **kw):
+        self._send(code, dumps(obj) + b"\n", **kw)
+
+    def _send_error(self, e):
+        self._send_obj(e.code, e.status(), headers=e.headers)
+
+    # -- dispatch --
+
+    def dispatch(self):
+        u = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(u.query, keep_blank_values=True).items()}
+        body = self._read_body()
+        gate = self.server.gate
+        if not gate.hold():            # black-holed requests count once they are answered
+            self.close_connection = True
+            return
+        self.req_path = u.path
+        gate.count(self.headers.get("User-Agent", ""), u.path)
+        try:
+            code = gate.take_fault(u.path)
+            if code:
+                raise ApiError(code, {429: "TooManyRequests", 503: "ServiceUnavailable",
+                                      504: "Timeout"}.get(code, "InternalError"),
+                               "injected failure (test double control port)",
+                               headers={"Retry-After": "1"} if code in (429, 503) else None)
+            accept = self.headers.get("Accept", "")
+            types = [t.split(";")[0].strip() for t in accept.split(",") if t.strip()]
+            if types and all(t == PROTOBUF for t in types):
+                raise ApiError(406, "NotAcceptable", "only the following media types are "
+                               "accepted: application/json, application/yaml")
+            self.route(u.path, q, body)
+        except ApiError as e:
+            self._send_error(e)
+        except CONN_ERRORS:
+            self.close_connection = True
+        except Exception as e:  # noqa: BLE001 - report as a kube InternalError
+            traceback.print_exc()
+            self._send_error(ApiError(500, "InternalError", f"Internal error occurred: {e}"))
+
+    def route(self, path, q, body):
+        path = path.rstrip("/") or "/"
+        if path in ("/healthz", "/livez", "/readyz") or path.startswith(
+                ("/healthz/", "/livez/", "/readyz/")):
+            return self._send(200, b"ok", "text/plain; charset=utf-8")
+        parts = path.strip("/").split("/")
+        resource_path = (parts[0] == "api" and len(parts) > 2) or (parts[0] == "apis"
+                                                                  and len(parts) > 3)
+        if self.command != "GET" and not resource_path:
+            raise METHOD_NOT_ALLOWED
+        if not resource_path:
+            self.server.gate.count_verb("get", self.req_path)
+        if path == "/version":
+            return self._send_obj(200, version_doc())
+        if path == "/api":
+            return self._send_obj(200, api_versions_doc(self.server.server_address[1]))
+        if path == "/apis":
+            return self._send_obj(200, api_group_list_doc())
+        if path == "/openapi/v2":
+            raise PAGE_NOT_FOUND
+        if path == "/openapi/v3":
+            return self._send(200, OPENAPI_ROOT)
+        if path.startswith("/openapi/v3/"):
+            doc = OPENAPI_DOCS.get(path[len("/openapi/v3/"):])
+            if doc is None:
+                raise PAGE_NOT_FOUND
+            return self._send(200, doc, headers={"Cache-Control": "public, immutable"})
+        if parts[0] == "api" and len(parts) >= 2:
+            group, version, rest = "", parts[1], parts[2:]
+        elif parts[0] == "apis" and len(parts) >= 2:
+            if len(parts) == 2:
+                if parts[1] not in GROUPS:
+                    raise PAGE_NOT_FOUND
+                return self._send_obj(200, api_group_doc(parts[1]))
+            group, version, rest = parts[1], parts[2], parts[3:]
+        else:
+            raise PAGE_NOT_FOUND
+        gv = f"{group}/{version}" if group else version
+        served = BY_GV.get(gv)
+        if served is None:
+            raise PAGE_NOT_FOUND
+        if not rest:
+            return self._send_obj(200, resource_list_doc(gv))
+        watch_prefix = rest[0] == "watch"
+        if watch_prefix:
+            rest = rest[1:]
+        ns = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in served \
+                and served[rest[2]].namespaced:
+            ns, rest = rest[1], rest[2:]
+        if not rest or rest[0] not in served or len(rest) > 3:
+            raise PAGE_NOT_FOUND
+        rt = served[rest[0]]
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if (ns is not None and not rt.namespaced) or (rt.namespaced and name and ns is None):
+            raise PAGE_NOT_FOUND
+        if sub and not (sub == "status" and rt.status):
+            raise PAGE_NOT_FOUND
+        self.api(rt, ns, name, sub, q, body, watch_prefix)
+
+    def api(self, rt, ns, name, sub, q, body, watch):
+        m = self.command
+        dry = q.get("dryRun") == "All"
+        watch = watch or (m == "GET" and _truthy(q.get("watch")))
+        self.server.gate.count_verb(
+            "watch" if watch else "get" if m == "GET" and name else "list" if m == "GET" else
+            {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(m) or
+            ("delete" if name else "deletecollection"), self.req_path)
+        if m == "GET":
+            if watch:
+                return self.watch(rt, ns, name, q)
+            if name:
+                e = self.server.store.get(rt, ns, name)
+                if e is None:
+                    raise not_found(rt, name)
+                return self._send(200, e.data + b"\n")
+            return self.list(rt, ns, q)
+        if watch:
+            raise METHOD_NOT_ALLOWED
+        if m == "POST":
+            if name:
+                raise METHOD_NOT_ALLOWED
+            return self.create(rt, ns, body, dry)
+        if m == "PUT" and name:
+            return self.update(rt, ns, name, sub, body, dry)
+        if m == "PATCH" and name:
+            return self.patch(rt, ns, name, sub, body, dry)
+        if m == "DELETE":
+            opts = self._json(body) if body.strip() else {}
+            if not isinstance(opts, dict):
+                raise bad_request("DeleteOptions must be a JSON object")
+            if name:
+                if sub:
+                    raise METHOD_NOT_ALLOWED
+                e = self.server.store.delete(rt, ns, name, opts.get("preconditions"), dry)
+                return self._send(200, e.data + b"\n")
+            if "deletecollection" not in rt.verbs:
+                raise METHOD_NOT_ALLOWED
+            return self.delete_collection(rt, ns, q, dry)
+        raise METHOD_NOT_ALLOWED
+
+    # -- reads --
+
+    def _list_envelope(self, rt, rv, items, token="", remaining=None):
+        meta = {"resourceVersion": str(rv)}
+        if token:
+            meta["continue"] = token
+        if remaining is not None:
+            meta["remainingItemCount"] = remaining
+        head = b'{"kind":"%s","apiVersion":"%s","metadata":%s,"items":[' % (
+            rt.kind.encode() + b"List", rt.gv.encode(), dumps(meta))
+        return head + b",".join(items) + b"]}\n"
+
+    def list(self, rt, ns, q):
+        rv, cont = q.get("resourceVersion", ""), q.get("continue", "")
+        rv_match = q.get("resourceVersionMatch", "")
+        if rv_match and rv_match not in ("NotOlderThan", "Exact"):
+            raise invalid(rt, "", f'resourceVersionMatch: Unsupported value: "{rv_match}"')
+        if rv_match and not rv:
+            raise invalid(rt, "", "resourceVersionMatch: Forbidden: resourceVersionMatch is "
+                          "forbidden unless resourceVersion is provided")
+        if cont and rv not in ("", "0"):
+            raise bad_request("specifying resource version is not allowed when using continue")
+        try:
+            limit = int(q.get("limit") or 0)
+        except ValueError:
+            raise bad_request("limit must be an integer")
+        matcher = Matcher(rt, ns, None, q.get("labelSelector"), q.get("fieldSelector"))
+        items, list_rv, token, remaining = self.server.store.list(rt, matcher, limit, cont, rv,
+                                                                  rv_match)
+        self._send(200, self._list_envelope(rt, list_rv, items, token, remaining))
+
+    def watch(self, rt, ns, name, q):
+        store, gate = self.server.store, self.server.gate
+        rv = q.get("resourceVersion", "")
+        sie = q.get("sendInitialEvents")
+        bookmarks = _truthy(q.get("allowWatchBookmarks"))
+        rv_match = q.get("resourceVersionMatch", "")
+        if sie is not None:
+            if rv_match != "NotOlderThan":
+                raise invalid(rt, "", "resourceVersionMatch: Forbidden: sendInitialEvents "
+                              "requires setting resourceVersionMatch to NotOlderThan")
+            if not bookmarks:
+                raise invalid(rt, "", "allowWatchBookmarks: Forbidden: sendInitialEvents "
+                              "requires setting allowWatchBookmarks to true")
+        elif rv_match:
+            raise invalid(rt, "", "resourceVersionMatch: Forbidden: resourceVersionMatch is "
+                          "forbidden for watch unless sendInitialEvents is provided")
+        sie = _truthy(sie) if sie is not None else None
+        try:
+            timeout = float(q.get("timeoutSeconds") or 0)
+        except ValueError:
+            raise bad_request("timeoutSeconds must be a number")
+        matcher = Matcher(rt, ns, name, q.get("labelSelector"), q.get("fieldSelector"))
+        initial, too_old = [], None
+        if sie or (sie is None and rv in ("", "0")):
+            initial, cursor = store.snapshot_for_watch(rt, matcher)
+        elif rv in ("", "0"):
+            with store.cond:
+                cursor = store.rv
+        else:
+            try:
+                cursor = int(rv)
+            except ValueError:
+                raise bad_request(f'invalid resource version "{rv}"')
+            with store.cond:
+                if cursor < store.floor:
+                    too_old = f"too old resource version: {cursor} ({store.floor})"
+        self.send_response(200)
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        with store.cond:
+            gate.watches += 1
+        try:
+            self._watch_loop(rt, matcher, initial, cursor, too_old, sie, bookmarks, timeout)
+        except CONN_ERRORS:
+            self.close_connection = True
+        finally:
+            with store.cond:
+                gate.watches -= 1
+
+    def _chunk(self, etype, data):
+        line = b'{"type":"%s","object":%s}\n' % (etype.encode(), data)
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+
+    def _bookmark(self, rt, rv, initial_end=False):
+        md = {"resourceVersion": str(rv), "creationTimestamp": None}
+        if initial_end:
+            md["annotations"] = {"k8s.io/initial-events-end": "true"}
+        self._chunk("BOOKMARK", dumps({"kind": rt.kind, "apiVersion": rt.gv, "metadata": md}))
+
+    def _watch_loop(self, rt, matcher, initial, cursor, too_old, sie, bookmarks, timeout):
+        store, gate, interval = self.server.store, self.server.gate, self.server.bookmark_interval
+        if too_old:
+            self._chunk("ERROR", dumps(expired(too_old).status()))
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        if not gate.hold():
+            self.close_connection = True
+            return
+        for e in initial:
+            self._chunk("ADDED", e.data)
+        if sie:
+            self._bookmark(rt, cursor, initial_end=True)
+        start = time.monotonic()
+        deadline = start + timeout if timeout > 0 else None
+        next_bm = start + interval if bookmarks else None
+        next_check = start + PEER_CHECK_INTERVAL
+        while True:
+            with store.cond:
+                while True:
+                    if gate.mode == "refuse" or self.server.stopping:
+                        self.close_connection = True
+                        return
+                    now = time.monotonic()
+                    if gate.mode == "open" and (
+                            store.rv > cursor or (deadline and now >= deadline)
+                            or (next_bm and now >= next_bm)):
+                        break
+                    if now >= next_check:           # a quiet watch notices a departed client
+                        if self._peer_gone():
+                            self.close_connection = True
+                            return
+                        next_check = now + PEER_CHECK_INTERVAL
+                    wake = [next_check] + ([deadline, next_bm] if gate.mode == "open" else [])
+                    store.cond.wait(max(0.001, min(t for t in wake if t) - now))
+                events = store.events_after(cursor)
+                current = store.rv
+            if events is None:
+                self._chunk("ERROR", dumps(expired(
+                    f"too old resource version: {cursor} ({store.floor})").status()))
+                break
+            for ev in events:
+                cursor = ev.rv
+                if ev.rid != rt.id:
+                    continue
+                etype = self._translate(ev, matcher)
+                if etype:
+                    self._chunk(etype, ev.entry.data)
+            cursor = max(cursor, current)
+            now = time.monotonic()
+            if deadline and now >= deadline:
+                break
+            if next_bm and now >= next_bm:
+                self._bookmark(rt, cursor)
+                next_bm = now + interval
+        self.wfile.write(b"0\r\n\r\n")
+
+    def _peer_gone(self):
+        try:
+            p = select.poll()
+            p.register(self.connection.fileno(),
+                       select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+            return bool(p.poll(0))
+        except (OSError, ValueError):
+            return True
+
+    @staticmethod
+    def _translate(ev, matcher):
+        """The watch event type this watcher sees for ev, or None (selector transitions)."""
+        if ev.type == "DELETED":
+            return "DELETED" if matcher.match(ev.entry.obj) else None
+        new_ok = matcher.match(ev.entry.obj)
+        old_ok = ev.old is not None and matcher.match(ev.old.obj)
+        if new_ok:
+            return "MODIFIED" if old_ok else "ADDED"
+        return "DELETED" if old_ok else None
+
+    # -- writes --
+
+    def _json(self, body):
+        ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
+        if ctype == PROTOBUF:
+            raise ApiError(415, "UnsupportedMediaType", f'the body of the request was in an '
+                           f'unknown format - accepted media types include: application/json, '
+                           f'application/yaml, {", ".join(PATCH_TYPES[:3])}')
+        try:
+            return json.loads(body or b"null")
+        except ValueError as e:
+            raise bad_request(f"the body of the request could not be decoded as JSON: {e}")
+
+    def _check_body(self, rt, ns, obj, name=None):
+        if not isinstance(obj, dict):
+            raise bad_request("the body of the request must be a JSON object")
+        if obj.get("kind") not in (None, rt.kind) or obj.get("apiVersion") not in (None, rt.gv):
+            raise bad_request(f"the API version in the data ({obj.get('apiVersion')}) does not "
+                              f"match the expected API version ({rt.gv})"
+                              if obj.get("kind") in (None, rt.kind) else
+                              f"the kind in the data ({obj.get('kind')}) does not match the "
+                              f"expected kind ({rt.kind})")
+        obj["apiVersion"], obj["kind"] = rt.gv, rt.kind
+        obj = {"apiVersion": rt.gv, "kind": rt.kind, **obj}
+        md = obj.get("metadata")
+        if md is None:
+            md = obj["metadata"] = {}
+        if not isinstance(md, dict):
+            raise bad_request("metadata must be an object")
+        if rt.namespaced:
+            if md.get("namespace") not in (None, "", ns):
+                raise bad_request("the namespace of the provided object does not match the "
+                                  "namespace sent on the request")
+            md["namespace"] = ns
+        else:
+            md.pop("namespace", None)
+        if name is not None and md.get("name") not in (None, "", name):
+            raise bad_request(f"the name of the object ({md.get('name')}) does not match the "
+                              f"name on the URL ({name})")
+        return obj
+
+    def create(self, rt, ns, body, dry):
+        obj = self._check_body(rt, ns, self._json(body))
+        md = obj["metadata"]
+        if not md.get("name") and not md.get("generateName"):
+            raise invalid(rt, "", "metadata.name: Required value: name or generateName is "
+                          "required")
+        if rt.namespaced and not self.server.store.namespace_exists(ns):
+            raise not_found(NAMESPACES, ns)
+        e = self.server.store.create(rt, obj, dry)
+        self._send(201, e.data + b"\n")
+
+    def update(self, rt, ns, name, sub, body, dry):
+        obj = self._check_body(rt, ns, self._json(body), name)
+        obj["metadata"]["name"] = name
+        e, created = self.server.store.update(rt, ns, name, lambda cur: obj, sub, dry)
+        self._send(201 if created else 200, e.data + b"\n")
+
+    def patch(self, rt, ns, name, sub, body, dry):
+        ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
+        accepted = [t for t in PATCH_TYPES[:3]       # no strategic merge for custom resources
+                    if not (t == PATCH_TYPES[1] and rt.group == "example.com")]
+        if ctype not in accepted:
+            raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an "
+                           f"unknown format - accepted media types include: {', '.join(accepted)}")
+        patch = self._json(body)
+
+        def apply(cur):
+            if cur is None:
+                raise not_found(rt, name)
+            try:
+                if ctype == PATCH_TYPES[0]:
+                    new = merge_patch(cur, patch)
+                elif ctype == PATCH_TYPES[1]:
+                    new = strategic_merge_patch(cur, patch)
+                else:
+                    new = json_patch(cur, patch)
+            except ApiError:
+                raise
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+                raise ApiError(422, "Invalid", f"the server rejected our request due to an error "
+                               f"in our request: {e}")
+            if not isinstance(new, dict):
+                raise bad_request("the patched object is not a JSON object")
+            new = self._check_body(rt, ns, new, name)
+            return new
+
+        e, _ = self.server.store.update(rt, ns, name, apply, sub, dry)
+        self._send(200, e.data + b"\n")
+
+    def delete_collection(self, rt, ns, q, dry):
+        store = self.server.store
+        matcher = Matcher(rt, ns, None, q.get("labelSelector"), q.get("fieldSelector"))
+        with store.cond:
+            items, rv, _, _ = store.list(rt, matcher)
+            deleted = []
+            for data in items:
+                md = json.loads(data)["metadata"]
+                try:
+                    deleted.append(store.delete(rt, md.get("namespace"), md["name"],
+                                                dry_run=dry).data)
+                except ApiError:
+                    pass
+            rv = store.rv
+        self._send(200, self._list_envelope(rt, rv, deleted))
+
+
+# --------------------------------------------------------------------------------------------
+# Servers
+# --------------------------------------------------------------------------------------------
+
+class ApiServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+    request_queue_size = 128
+
+    def __init__(self, addr, store, gate, ssl_ctx, bookmark_interval, verbose):
+        self.store, self.gate, self.ssl_ctx = store, gate, ssl_ctx
+        self.bookmark_interval, self.verbose = bookmark_interval, verbose
+        self.stopping = False
+        self.listening = True
+        self.listen_lock = threading.Lock()
+        super().__init__(addr, ApiHandler)
+
+    def server_bind(self):
+        socketserver.TCPServer.server_bind(self)       # no getfqdn()
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], CONN_ERRORS):
+            super().handle_error(request, client_address)
+
+    def finish_request(self, request, client_address):
+        """Runs in the connection's own thread: TLS handshake here, not in the accept loop."""
+        holder = ConnHolder(request)
+        if not self.gate.track(holder):
+            return
+        conn = request
+        try:
+            if not self.gate.hold():     # black-holed: accepted, but not even a TLS handshake
+                return
+            if self.ssl_ctx:
+                request.settimeout(10)
+                conn = holder.sock = self.ssl_ctx.wrap_socket(request, server_side=True)
+                conn.settimeout(None)
+            self.RequestHandlerClass(conn, client_address, self)
+        except CONN_ERRORS:
+            pass
+        finally:
+            self.gate.untrack(holder)
+            if conn is not request:
+                try:
+                    conn.close()
+                except OSError:
+                    pass
+
+    def serve_in_thread(self):
+        threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05},
+                         daemon=True, name="api-accept").start()
+
+    def stop_listening(self):
+        with self.listen_lock:
+            if self.listening:
+                self.shutdown()
+                self.socket.close()
+                self.listening = False
+
+    def start_listening(self):
+        with self.listen_lock:
+            if self.listening:
+                return
+            for attempt in range(50):
+                s = socket.socket(self.address_family, self.socket_type)
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    s.bind(self.server_address)
+                    break
+                except OSError:
+                    s.close()
+                    if attempt == 49:
+                        raise
+                    time.sleep(0.1)
+            s.listen(self.request_queue_size)
+            self.socket = s
+            self.listening = True
+            self.serve_in_thread()
+
+
+class ControlHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "apiserver-double-control"
+
+    def log_message(self, fmt, *args):
+        if self.server.api.verbose:
+            sys.stderr.write("control: %s\n" % (fmt % args))
+
+    def _reply(self, code, obj):
+        body = dumps(obj) + b"\n"
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = do_PUT = lambda self: self.dispatch()
+
+    def dispatch(self):
+        u = urlsplit(self.path)
+        q = {k: v[-1] for k, v in parse_qs(u.query, keep_blank_values=True).items()}
+        n = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(n) if n else b""
+        try:
+            self._reply(200, self.route(self.command, u.path.rstrip("/"), q, body))
+        except ApiError as e:
+            self._reply(e.code, e.status())
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            self._reply(500, {"error": str(e)})
+
+    def route(self, m, path, q, body):
+        api, store, gate = self.server.api, self.server.api.store, self.server.api.gate
+        if m == "GET" and path == "/state":
+            with store.cond:
+                return {"cut": gate.mode, "rv": store.rv, "floor": store.floor,
+                        "port": api.server_address[1], "requests": gate.requests,
+                        "requests_by_user_agent": dict(gate.by_ua),
+                        "requests_by_path": dict(gate.by_path),
+                        "requests_by_verb": dict(gate.by_verb),
+                        "requests_by_verb_path": dict(gate.by_verb_path),
+                        "watches_open": gate.watches, "connections_open": len(gate.conns),
+                        "faults": [list(f) for f in gate.faults],
+                        "objects": {rid: len(o) for rid, o in store.objects.items()}}
+        if m == "POST" and path == "/cut":
+            mode = q.get("mode", "refuse")
+            if mode not in ("refuse", "blackhole"):
+                raise bad_request("mode must be refuse or blackhole")
+            with store.cond:
+                gate.mode = mode
+                store.cond.notify_all()
+            if mode == "refuse":
+                api.stop_listening()
+                gate.kill_all()
+            else:
+                api.start_listening()
+            return {"cut": mode}
+        if m == "POST" and path == "/restore":
+            api.start_listening()
+            with store.cond:
+                gate.mode = "open"
+                store.cond.notify_all()
+            return {"cut": "open"}
+        if m == "POST" and path == "/reset-counters":
+            with store.cond:
+                gate.requests = 0
+                gate.by_ua.clear()
+                gate.by_path.clear()
+                gate.by_verb.clear()
+                gate.by_verb_path.clear()
+            return {"requests": 0}
+        if m == "POST" and path == "/compact":
+            return {"floor": store.compact()}
+        if m == "POST" and path == "/fail":
+            with store.cond:
+                gate.faults.append([int(q.get("code", 500)), int(q.get("count", 1)),
+                                    q.get("path", "/")])
+            return {"faults": [list(f) for f in gate.faults]}
+        if m == "POST" and path == "/objects":
+            doc = json.loads(body)
+            if isinstance(doc, list):
+                objs = doc
+            elif isinstance(doc, dict) and str(doc.get("kind", "")).endswith("List"):
+                objs = doc.get("items") or []
+            else:
+                objs = [doc]
+            return {"items": [store.put_raw(o).obj for o in objs], "rv": store.rv}
+        if path == "/objects" and m in ("GET", "DELETE"):
+            rt = BY_KIND.get((q.get("apiVersion"), q.get("kind")))
+            if rt is None:
+                raise bad_request("apiVersion and kind of a served resource are required")
+            ns = q.get("namespace") or ("default" if rt.namespaced else None)
+            if m == "DELETE":
+                return store.delete_raw(rt, ns, q.get("name", "")).obj
+            if q.get("name"):
+                e = store.get(rt, ns, q["name"])
+                if e is None:
+                    raise not_found(rt, q["name"])
+                return e.obj
+            items, rv, _, _ = store.list(rt, Matcher(rt, q.get("namespace"), None, "", ""))
+            return {"items": [json.loads(i) for i in items], "rv": rv}
+        if m == "POST" and path == "/shutdown":
+            threading.Thread(target=self.server.stop_all, daemon=True).start()
+            return {"shutdown": True}
+        raise ApiError(404, "NotFound", f"no control endpoint {m} {path}")
+
+
+class ControlServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+    allow_reuse_address = True
+
+    def __init__(self, addr, api, done):
+        self.api, self.done = api, done
+        super().__init__(addr, ControlHandler)
+
+    def server_bind(self):
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+    def stop_all(self):
+        time.sleep(0.05)             # let the /shutdown reply go out
+        self.done.set()
+
+
+# --------------------------------------------------------------------------------------------
+# main
+# --------------------------------------------------------------------------------------------
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0, help="API port (0: pick a free one)")
+    p.add_argument("--control-port", type=int, default=0)
+    p.add_argument("--tls-cert")
+    p.add_argument("--tls-key")
+    p.add_argument("--client-ca", help="require client certificates signed by this CA")
+    p.add_argument("--seed", choices=("sample", "none"), default="sample")
+    p.add_argument("--pods", type=int, default=0, help="also seed N bulk pods")
+    p.add_argument("--node", action="append", help="node name (repeatable; default node-1)")
+    p.add_argument("--history", type=int, default=2000, help="watch event history length")
+    p.add_argument("--bookmark-interval", type=float, default=1.0)
+    p.add_argument("--ready-file")
+    p.add_argument("--verbose", action="store_true")
+    args = p.parse_args(argv)
+
+    store = Store(history=args.history)
+    gate = Gate(store.cond)
+    ssl_ctx = None
+    if args.tls_cert:
+        ssl_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ssl_ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        if args.client_ca:
+            ssl_ctx.load_verify_locations(args.client_ca)
+            ssl_ctx.verify_mode = ssl.CERT_REQUIRED
+    api = ApiServer((args.host, args.port), store, gate, ssl_ctx, args.bookmark_interval,
+                    args.verbose)
+    done = threading.Event()
+    control = ControlServer((args.host, args.control_port), api, done)
+    t0 = time.monotonic()
+    seed(store, args.seed, args.node or ["node-1"], args.pods, api.server_address[1])
+    if args.verbose:
+        sys.stderr.write(f"seeded rv={store.rv} in {time.monotonic() - t0:.2f}s\n")
+    api.serve_in_thread()
+    threading.Thread(target=control.serve_forever, daemon=True, name="control").start()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    if args.ready_file:
+        tmp = f"{args.ready_file}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump({"port": api.server_address[1], "control_port": control.server_address[1],
+                       "pid": os.getpid()}, f)
+            f.write("\n")
+        os.replace(tmp, args.ready_file)
+    while not done.wait(1):
+        pass
+    api.stopping = True
+    with store.cond:
+        store.cond.notify_all()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,414 @@
+#!/bin/sh
+# Self-test of the kube-apiserver test double (tests/double/apiserver.py).
+#
+#   sh tests/double/selftest.sh
+#
+# Starts the double on free 127.0.0.1 ports (read from its ready file) and checks it with curl,
+# kubectl and the python3-kubernetes client. Ends with "RESULT: N passed, M failed"; exits
+# non-zero when a check failed. Every double it starts is stopped by PID on exit.
+set -u
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/apiserver-double-selftest.XXXXXX")
+PIDS=""
+PASS=0
+FAIL=0
+
+cleanup() {
+    for pid in $PIDS; do kill "$pid" 2>/dev/null; done
+    for pid in $PIDS; do wait "$pid" 2>/dev/null; done
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+ok() { PASS=$((PASS + 1)); echo "ok   - $1"; }
+nok() {
+    FAIL=$((FAIL + 1)); echo "FAIL - $1"
+    if [ -n "${2:-}" ]; then printf '%s\n' "$2" | tail -n 8 | sed 's/^/       /'; fi
+}
+# check NAME COMMAND...: passes when COMMAND exits 0
+check() {
+    name=$1; shift
+    if out=$("$@" 2>&1); then ok "$name"; else nok "$name" "$out"; fi
+}
+# jget FILE EXPR: evaluate a python expression on the JSON document d read from FILE
+jget() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"; }
+# jtest FILE EXPR: exit 0 when the python expression is true for the JSON document d in FILE
+jtest() {
+    "$PY" -c 'import json,sys
+d=json.load(open(sys.argv[1]))
+r=eval(sys.argv[2])
+sys.exit(0 if r else "false: " + sys.argv[2] + " on " + json.dumps(d)[:600])' "$1" "$2"
+}
+# lines FILE: the watch events of FILE as a JSON list, for jtest
+events() { "$PY" -c 'import json,sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1]) if l.strip()]))' "$1" > "$1.json"; }
+
+# start_double NAME ARGS...: sets PORT, CPORT, DPID
+start_double() {
+    name=$1; shift
+    ready=$TMP/$name.ready
+    "$PY" "$HERE/apiserver.py" --port 0 --control-port 0 --ready-file "$ready" "$@" \
+        > "$TMP/$name.log" 2>&1 &
+    DPID=$!
+    PIDS="$PIDS $DPID"
+    i=0
+    while [ ! -s "$ready" ]; do
+        i=$((i + 1))
+        if [ $i -gt 600 ] || ! kill -0 "$DPID" 2>/dev/null; then
+            echo "double $name did not start:"; cat "$TMP/$name.log"; return 1
+        fi
+        sleep 0.1
+    done
+    PORT=$(jget "$ready" 'd["port"]')
+    CPORT=$(jget "$ready" 'd["control_port"]')
+    [ "$(jget "$ready" 'd["pid"]')" = "$DPID" ]
+}
+
+ctl() { curl -sS -m 10 -X "$1" "http://127.0.0.1:$CPORT$2" ${3:+-d "$3"}; }
+
+# kubectl with a private, empty configuration and discovery cache
+export KUBECONFIG="$TMP/kubeconfig"
+: > "$KUBECONFIG"
+kc() { kubectl --server "http://127.0.0.1:$PORT" --cache-dir "$TMP/kcache" "$@"; }
+
+for tool in curl kubectl timeout; do
+    command -v $tool > /dev/null || { echo "missing $tool"; echo "RESULT: 0 passed, 1 failed"; exit 1; }
+done
+
+# ---------------------------------------------------------------------------------------------
+echo "# sample cluster (nodes node-a, node-b)"
+if ! start_double main --seed sample --node node-a --node node-b --bookmark-interval 0.5; then
+    echo "RESULT: $PASS passed, $((FAIL + 1)) failed"; exit 1
+fi
+API="http://127.0.0.1:$PORT"
+ok "double started, ready file has port $PORT, control port $CPORT and its pid"
+
+check "healthz/livez/readyz say ok" sh -c "[ \"\$(curl -s $API/healthz)\$(curl -s $API/livez)\$(curl -s $API/readyz)\" = okokok ]"
+curl -s "$API/version" > "$TMP/version.json"
+check "/version is a 1.32 server" jtest "$TMP/version.json" 'd["gitVersion"].startswith("v1.32") and d["major"]=="1"'
+curl -s "$API/api" > "$TMP/api.json"
+check "/api lists v1" jtest "$TMP/api.json" 'd["kind"]=="APIVersions" and d["versions"]==["v1"]'
+curl -s -H 'Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json' "$API/apis" > "$TMP/apis.json"
+check "/apis with an aggregated-discovery Accept falls back to APIGroupList" jtest "$TMP/apis.json" \
+    'd["kind"]=="APIGroupList" and {"apps","coordination.k8s.io","discovery.k8s.io","events.k8s.io","example.com"} <= {g["name"] for g in d["groups"]}'
+curl -s "$API/api/v1" > "$TMP/v1.json"
+check "/api/v1 resources: kinds, scopes, verbs, short names, status subresources" jtest "$TMP/v1.json" \
+    '(lambda r: r["pods"]["shortNames"]==["po"] and r["nodes"]["namespaced"] is False and r["namespaces"]["shortNames"]==["ns"] and r["services"]["shortNames"]==["svc"] and r["configmaps"]["shortNames"]==["cm"] and "watch" in r["pods"]["verbs"] and r["pods/status"]["verbs"]==["get","patch","update"] and r["nodes"]["kind"]=="Node")({x["name"]: x for x in d["resources"]})'
+curl -s "$API/apis/example.com/v1" > "$TMP/crd.json"
+check "/apis/example.com/v1 serves the widgets CRD" jtest "$TMP/crd.json" 'd["resources"][0]["name"]=="widgets" and d["resources"][0]["namespaced"]'
+check "/openapi/v2 is 404" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' $API/openapi/v2) = 404 ]"
+curl -s "$API/openapi/v3" > "$TMP/oa.json"
+check "/openapi/v3 lists group versions" jtest "$TMP/oa.json" '"api/v1" in d["paths"] and d["paths"]["apis/apps/v1"]["serverRelativeURL"].startswith("/openapi/v3/apis/apps/v1?hash=")'
+curl -s "$API$(jget "$TMP/oa.json" 'd["paths"]["api/v1"]["serverRelativeURL"]')" > "$TMP/oav1.json"
+check "/openapi/v3/api/v1 has a schema with x-kubernetes-group-version-kind per kind" jtest "$TMP/oav1.json" \
+    '{"group":"","version":"v1","kind":"ConfigMap"} in d["components"]["schemas"]["io.k8s.api.core.v1.ConfigMap"]["x-kubernetes-group-version-kind"]'
+
+# --- kubectl ----------------------------------------------------------------------------------
+check "kubectl version --client" kubectl version --client
+kc get pods -A > "$TMP/k-pods.txt" 2>&1
+check "kubectl get pods -A lists the seeded pods" sh -c "grep -q '^kube-system *kube-proxy-' $TMP/k-pods.txt && grep -q '^default *web-' $TMP/k-pods.txt && grep -q coredns $TMP/k-pods.txt"
+kc get nodes > "$TMP/k-nodes.txt" 2>&1
+check "kubectl get nodes" sh -c "grep -q '^node-a ' $TMP/k-nodes.txt && grep -q '^node-b ' $TMP/k-nodes.txt"
+check "kubectl get by short names (svc, ep, cm, ns, lease, wd)" kc get svc,ep,cm,ns,lease,wd -A
+
+cat > "$TMP/deploy.yaml" <<'EOF'
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: hello, namespace: default, labels: {app: hello}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: hello}}
+  template:
+    metadata: {labels: {app: hello}}
+    spec:
+      containers:
+      - {name: hello, image: "nginx:1.27", env: [{name: A, value: "1"}], ports: [{containerPort: 80}]}
+      - {name: sidecar, image: "busybox:1.36"}
+EOF
+cat > "$TMP/cm.yaml" <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: demo, namespace: default}
+data: {key: v1, gone: x}
+EOF
+check "kubectl apply -f deployment (create)" sh -c "kubectl --server $API --cache-dir $TMP/kcache apply -f $TMP/deploy.yaml | grep -q 'deployment.apps/hello created'"
+sed -i 's/replicas: 2/replicas: 3/; s/nginx:1.27/nginx:1.28/' "$TMP/deploy.yaml"
+check "kubectl apply -f deployment (strategic merge patch)" sh -c "kubectl --server $API --cache-dir $TMP/kcache apply -f $TMP/deploy.yaml | grep -q 'deployment.apps/hello configured'"
+kc get deploy hello -o json > "$TMP/deploy.json" 2>&1
+check "the patched deployment: replicas, image, both containers, generation 2" jtest "$TMP/deploy.json" \
+    'd["spec"]["replicas"]==3 and [c["image"] for c in d["spec"]["template"]["spec"]["containers"]]==["nginx:1.28","busybox:1.36"] and d["metadata"]["generation"]==2'
+check "kubectl apply -f configmap (create)" sh -c "kubectl --server $API --cache-dir $TMP/kcache apply -f $TMP/cm.yaml | grep -q 'configmap/demo created'"
+sed -i 's/key: v1, gone: x/key: v2/' "$TMP/cm.yaml"
+check "kubectl apply -f configmap (patch)" sh -c "kubectl --server $API --cache-dir $TMP/kcache apply -f $TMP/cm.yaml | grep -q 'configmap/demo configured'"
+check "the configmap was patched (key changed, removed key gone)" sh -c "[ \"\$(kubectl --server $API --cache-dir $TMP/kcache get cm demo -o jsonpath='{.data}')\" = '{\"key\":\"v2\"}' ]"
+printf 'apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1, namespace: default}\nspec: {size: 3}\n' > "$TMP/w.yaml"
+kc apply -f "$TMP/w.yaml" > /dev/null 2>&1
+sed -i 's/size: 3/size: 4/' "$TMP/w.yaml"
+check "kubectl apply of a custom resource twice (merge patch)" sh -c "kubectl --server $API --cache-dir $TMP/kcache apply -f $TMP/w.yaml | grep -q configured && [ \"\$(kubectl --server $API --cache-dir $TMP/kcache get widget w1 -o jsonpath='{.spec.size}')\" = 4 ]"
+check "kubectl delete configmap" sh -c "kubectl --server $API --cache-dir $TMP/kcache delete cm demo | grep -q 'configmap \"demo\" deleted'"
+check "kubectl get of the deleted configmap is NotFound" sh -c "kubectl --server $API --cache-dir $TMP/kcache get cm demo 2>&1 | grep -q NotFound"
+check "kubectl delete -f deployment" sh -c "kubectl --server $API --cache-dir $TMP/kcache delete -f $TMP/deploy.yaml | grep -q deleted"
+
+(kc get cm -n default --watch > "$TMP/k-watch.txt" 2>&1 &
+ KPID=$!; sleep 6; kill $KPID 2>/dev/null) &
+WPID=$!
+sleep 2.5
+ctl POST /objects '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"seen-by-kubectl","namespace":"default"}}' > /dev/null
+wait $WPID
+check "kubectl get --watch shows a configmap created meanwhile" grep -q seen-by-kubectl "$TMP/k-watch.txt"
+
+# --- python3-kubernetes -----------------------------------------------------------------------
+check "python3-kubernetes: list pods with field_selector spec.nodeName" "$PY" - "$API" <<'EOF'
+import sys
+from kubernetes import client
+c = client.Configuration(); c.host = sys.argv[1]
+v1 = client.CoreV1Api(client.ApiClient(c))
+pods = v1.list_pod_for_all_namespaces(field_selector="spec.nodeName=node-b").items
+names = sorted(p.metadata.name for p in pods)
+assert len(pods) >= 2 and {p.spec.node_name for p in pods} == {"node-b"}, names
+assert any(n.startswith("kube-proxy-") for n in names), names
+assert len(v1.list_pod_for_all_namespaces().items) > len(pods)
+assert [n.metadata.name for n in v1.list_node().items] == ["node-a", "node-b"]
+assert v1.read_namespaced_service("kube-dns", "kube-system").spec.cluster_ip == "10.96.0.10"
+EOF
+check "python3-kubernetes: a watch receives MODIFIED after a patch" "$PY" - "$API" <<'EOF'
+import sys, threading, time
+from kubernetes import client, watch
+c = client.Configuration(); c.host = sys.argv[1]
+v1 = client.CoreV1Api(client.ApiClient(c))
+cm = v1.create_namespaced_config_map("default", {"metadata": {"name": "pywatch"}, "data": {"a": "1"}})
+def patch():
+    time.sleep(0.5)
+    v1.patch_namespaced_config_map("pywatch", "default", {"data": {"a": "2"}})
+threading.Thread(target=patch, daemon=True).start()
+w = watch.Watch()
+for ev in w.stream(v1.list_namespaced_config_map, "default", timeout_seconds=10,
+                   resource_version=cm.metadata.resource_version):
+    assert ev["type"] == "MODIFIED" and ev["object"].data == {"a": "2"}, ev
+    w.stop()
+    break
+else:
+    sys.exit("no event")
+EOF
+OLDRV=$(curl -s "$API/api/v1/namespaces/default/configmaps" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')
+ctl POST /objects '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"after-old-rv","namespace":"default"}}' > /dev/null
+ctl POST /compact > /dev/null
+check "python3-kubernetes: a watch from an rv older than /compact gets 410" "$PY" - "$API" "$OLDRV" <<'EOF'
+import sys
+from kubernetes import client, watch
+from kubernetes.client.rest import ApiException
+c = client.Configuration(); c.host = sys.argv[1]
+v1 = client.CoreV1Api(client.ApiClient(c))
+try:
+    for ev in watch.Watch().stream(v1.list_namespaced_config_map, "default",
+                                   resource_version=sys.argv[2], timeout_seconds=5):
+        sys.exit("unexpected event %s" % ev["type"])
+    sys.exit("no error")
+except ApiException as e:
+    assert e.status == 410 and "too old resource version" in e.reason, (e.status, e.reason)
+EOF
+curl -sN -m 5 "$API/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=$OLDRV" > "$TMP/w410"
+events "$TMP/w410"
+check "curl: the 410 watch is one ERROR event with an Expired Status, then the stream ends" jtest "$TMP/w410.json" \
+    'len(d)==1 and d[0]["type"]=="ERROR" and d[0]["object"]["code"]==410 and d[0]["object"]["reason"]=="Expired" and d[0]["object"]["message"].startswith("too old resource version: ")'
+
+# --- lists ------------------------------------------------------------------------------------
+curl -s "$API/api/v1/pods?labelSelector=app%20in%20(web,coredns),tier!=frontend" > "$TMP/l1.json"
+check "labelSelector in / != " jtest "$TMP/l1.json" '{i["metadata"]["labels"]["app"] for i in d["items"]}=={"coredns"} and len(d["items"])==2'
+curl -s "$API/api/v1/pods?labelSelector=k8s-app,!tier" > "$TMP/l2.json"
+check "labelSelector exists / !exists" jtest "$TMP/l2.json" 'len(d["items"])==4 and all("k8s-app" in i["metadata"]["labels"] for i in d["items"])'
+curl -s "$API/api/v1/pods?fieldSelector=metadata.namespace%3D%3Dkube-system,spec.nodeName!=node-a,status.phase=Running" > "$TMP/l3.json"
+check "fieldSelector ==, != and status.phase" jtest "$TMP/l3.json" '{(i["metadata"]["namespace"], i["spec"]["nodeName"]) for i in d["items"]}=={("kube-system","node-b")} and len(d["items"])==2'
+curl -s "$API/api/v1/configmaps?limit=2" > "$TMP/p1.json"
+TOKEN=$(jget "$TMP/p1.json" 'd["metadata"]["continue"]')
+curl -s "$API/api/v1/configmaps?limit=100&continue=$TOKEN" > "$TMP/p2.json"
+curl -s "$API/api/v1/configmaps" > "$TMP/pall.json"
+check "limit + continue pages through the whole list once" "$PY" -c '
+import json,sys
+p1,p2,a=(json.load(open(f)) for f in sys.argv[1:])
+n=lambda l:[(i["metadata"]["namespace"],i["metadata"]["name"]) for i in l["items"]]
+assert len(p1["items"])==2 and p1["metadata"]["remainingItemCount"]==len(a["items"])-2
+assert n(p1)+n(p2)==n(a) and "continue" not in p2["metadata"], (n(p1),n(p2),n(a))' "$TMP/p1.json" "$TMP/p2.json" "$TMP/pall.json"
+ctl POST /objects '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"zz-later","namespace":"default"}}' > /dev/null
+curl -s "$API/api/v1/configmaps?limit=100&continue=$TOKEN" > "$TMP/p3.json"
+check "a continue token lists the snapshot of its resourceVersion" jtest "$TMP/p3.json" '"zz-later" not in [i["metadata"]["name"] for i in d["items"]] and d["metadata"]["resourceVersion"]=='"'$(jget "$TMP/p1.json" 'd["metadata"]["resourceVersion"]')'"
+ctl POST /compact > /dev/null
+curl -s "$API/api/v1/configmaps?limit=100&continue=$TOKEN" > "$TMP/p4.json"
+check "a continue token older than the compaction gets 410 Expired with a fresh token" jtest "$TMP/p4.json" 'd["code"]==410 and d["reason"]=="Expired" and d["metadata"]["continue"]'
+curl -s "$API/api/v1/configmaps?limit=1&resourceVersion=0" > "$TMP/p5.json"
+check "resourceVersion=0 ignores limit (watch-cache semantics)" jtest "$TMP/p5.json" 'len(d["items"])>1 and "continue" not in d["metadata"]'
+curl -s -m 10 "$API/api/v1/nodes?resourceVersion=99999999" > "$TMP/p6.json"
+check "a list for a future resourceVersion is 504 Too large resource version" jtest "$TMP/p6.json" 'd["code"]==504 and "Too large resource version" in d["message"]'
+
+# --- writes and errors ------------------------------------------------------------------------
+code() { curl -s -o "$TMP/body.json" -w '%{http_code}' "$@"; }
+POD='{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p1","labels":{"app":"p"}},"spec":{"nodeName":"node-a","containers":[{"name":"a","image":"a:1","env":[{"name":"X","value":"1"}]},{"name":"b","image":"b:1"}]}}'
+check "POST creates (201) with uid, creationTimestamp, resourceVersion" sh -c "[ \$(curl -s -o $TMP/created.json -w '%{http_code}' -H 'Content-Type: application/json' -d '$POD' $API/api/v1/namespaces/default/pods) = 201 ] && $PY -c 'import json; m=json.load(open(\"$TMP/created.json\"))[\"metadata\"]; assert m[\"uid\"] and m[\"creationTimestamp\"] and int(m[\"resourceVersion\"])>1000'"
+check "POST again is 409 AlreadyExists" sh -c "[ \$(curl -s -o $TMP/ae.json -w '%{http_code}' -d '$POD' $API/api/v1/namespaces/default/pods) = 409 ] && grep -q AlreadyExists $TMP/ae.json"
+check "POST into a missing namespace is 404" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -d '$POD' $API/api/v1/namespaces/nope/pods) = 404 ]"
+[ "$(code -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' -d '{"$setElementOrder/containers":[{"name":"a"},{"name":"b"}],"spec":{"containers":[{"name":"a","image":"a:2","env":[{"name":"Y","value":"2"}]}]}}' "$API/api/v1/namespaces/default/pods/p1")" = 200 ] || true
+check "strategic merge patch merges containers and env by name, drops \$ directives" jtest "$TMP/body.json" \
+    '[(c["name"],c["image"]) for c in d["spec"]["containers"]]==[("a","a:2"),("b","b:1")] and [e["name"] for e in d["spec"]["containers"][0]["env"]]==["X","Y"] and not any(k.startswith("$") for k in d["spec"])'
+code -X PATCH -H 'Content-Type: application/json-patch+json' -d '[{"op":"replace","path":"/spec/containers/1/image","value":"b:2"},{"op":"add","path":"/metadata/labels/extra","value":"yes"},{"op":"remove","path":"/metadata/labels/app"}]' "$API/api/v1/namespaces/default/pods/p1" > /dev/null
+check "JSON patch (RFC 6902) add/replace/remove" jtest "$TMP/body.json" 'd["spec"]["containers"][1]["image"]=="b:2" and d["metadata"]["labels"]=={"extra":"yes"}'
+code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"metadata":{"labels":{"extra":null,"m":"1"}},"status":{"phase":"Failed"}}' "$API/api/v1/namespaces/default/pods/p1" > /dev/null
+check "merge patch; status is ignored on the main resource" jtest "$TMP/body.json" 'd["metadata"]["labels"]=={"m":"1"} and d["status"]["phase"]=="Pending"'
+code -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{"metadata":{"labels":{"ignored":"1"}},"status":{"phase":"Running","podIP":"10.244.0.99"}}' "$API/api/v1/namespaces/default/pods/p1/status" > /dev/null
+check "PATCH pods/status changes only the status" jtest "$TMP/body.json" 'd["status"]["phase"]=="Running" and "ignored" not in d["metadata"]["labels"]'
+check "apply-patch+yaml is 415" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X PATCH -H 'Content-Type: application/apply-patch+yaml' -d '{}' $API/api/v1/namespaces/default/pods/p1) = 415 ]"
+check "strategic merge patch on a custom resource is 415" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' -d '{}' $API/apis/example.com/v1/namespaces/default/widgets/widget-red) = 415 ]"
+curl -s "$API/api/v1/namespaces/default/pods/p1" > "$TMP/p1.json"
+STALE=$(jget "$TMP/created.json" 'd["metadata"]["resourceVersion"]')
+check "PUT with a stale resourceVersion is 409 Conflict" sh -c "$PY -c 'import json,sys; d=json.load(open(\"$TMP/p1.json\")); d[\"metadata\"][\"resourceVersion\"]=\"$STALE\"; print(json.dumps(d))' > $TMP/put.json && [ \$(curl -s -o $TMP/conf.json -w '%{http_code}' -X PUT --data-binary @$TMP/put.json $API/api/v1/namespaces/default/pods/p1) = 409 ] && grep -q '\"reason\":\"Conflict\"' $TMP/conf.json"
+check "PUT with the current resourceVersion is 200" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X PUT --data-binary @$TMP/p1.json $API/api/v1/namespaces/default/pods/p1) = 200 ]"
+check "PUT of a missing lease creates it (201)" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X PUT -d '{\"metadata\":{\"name\":\"new\"},\"spec\":{\"holderIdentity\":\"x\"}}' $API/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/new) = 201 ]"
+check "PUT nodes/status changes only the status" sh -c "curl -s $API/api/v1/nodes/node-a | $PY -c 'import json,sys; d=json.load(sys.stdin); d[\"status\"][\"phase\"]=\"X\"; d[\"spec\"][\"unschedulable\"]=True; print(json.dumps(d))' > $TMP/node.json && curl -s -X PUT --data-binary @$TMP/node.json $API/api/v1/nodes/node-a/status | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"status\"][\"phase\"]==\"X\" and \"unschedulable\" not in d[\"spec\"], d[\"spec\"]'"
+check "DELETE returns the object, then GET is 404" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X DELETE $API/api/v1/namespaces/default/pods/p1) = 200 ] && [ \$(curl -s -o /dev/null -w '%{http_code}' $API/api/v1/namespaces/default/pods/p1) = 404 ] && [ \$(curl -s -o /dev/null -w '%{http_code}' -X DELETE $API/api/v1/namespaces/default/pods/p1) = 404 ]"
+check "deletecollection with a label selector" sh -c "curl -s -X DELETE '$API/apis/example.com/v1/namespaces/default/widgets?labelSelector=color%20in%20(red,blue)' > /dev/null && [ \"\$(curl -s $API/apis/example.com/v1/namespaces/default/widgets | $PY -c 'import json,sys; print(sorted(i[\"metadata\"][\"name\"] for i in json.load(sys.stdin)[\"items\"]))')\" = \"['w1', 'widget-green']\" ]"
+check "Accept: protobuf only is 406 NotAcceptable" sh -c "[ \$(curl -s -o $TMP/406.json -w '%{http_code}' -H 'Accept: application/vnd.kubernetes.protobuf' $API/api/v1/pods) = 406 ] && grep -q NotAcceptable $TMP/406.json"
+check "Accept: protobuf,json is answered in JSON" sh -c "[ \"\$(curl -s -o /dev/null -w '%{http_code} %{content_type}' -H 'Accept: application/vnd.kubernetes.protobuf,application/json' $API/api/v1/pods)\" = '200 application/json' ]"
+check "Accept: as=Table is answered with a plain JSON list" sh -c "curl -s -H 'Accept: application/json;as=Table;v=v1;g=meta.k8s.io,application/json' $API/api/v1/nodes | grep -q '\"kind\":\"NodeList\"'"
+
+# --- watch ------------------------------------------------------------------------------------
+RV=$(curl -s "$API/api/v1/namespaces/default/configmaps" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')
+curl -sN -m 10 "$API/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=$RV&labelSelector=team%20in%20(a,b)&allowWatchBookmarks=true&timeoutSeconds=3" > "$TMP/wsel" &
+CPID=$!
+sleep 0.5
+for labels in '{"team":"c"}' '{"team":"a"}' '{"team":"b"}' '{"team":"z"}' '{"team":"a"}'; do
+    ctl POST /objects "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"sel\",\"namespace\":\"default\",\"labels\":$labels}}" > /dev/null
+done
+ctl DELETE "/objects?apiVersion=v1&kind=ConfigMap&namespace=default&name=sel" > /dev/null
+wait $CPID
+events "$TMP/wsel"
+check "watch with a label selector: ADDED/MODIFIED/DELETED on entering and leaving it" jtest "$TMP/wsel.json" \
+    '[e["type"] for e in d if e["type"]!="BOOKMARK"]==["ADDED","MODIFIED","DELETED","ADDED","DELETED"]'
+check "watch: bookmarks arrive with the current resourceVersion; timeoutSeconds ends the stream" jtest "$TMP/wsel.json" \
+    'd[-1]["type"]=="BOOKMARK" and int(d[-1]["object"]["metadata"]["resourceVersion"])>=max(int(e["object"]["metadata"]["resourceVersion"]) for e in d)'
+curl -sN -m 10 "$API/api/v1/namespaces/kube-system/pods?watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1" > "$TMP/wsie"
+events "$TMP/wsie"
+check "sendInitialEvents: ADDED for all, then a BOOKMARK annotated initial-events-end" jtest "$TMP/wsie.json" \
+    '[e["type"] for e in d[:5]]==["ADDED"]*4+["BOOKMARK"] and d[4]["object"]["metadata"]["annotations"]=={"k8s.io/initial-events-end":"true"}'
+check "sendInitialEvents without resourceVersionMatch is 422" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' '$API/api/v1/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true') = 422 ]"
+curl -sN -m 10 "$API/api/v1/watch/namespaces/default/services/kubernetes?timeoutSeconds=1" > "$TMP/wlegacy"
+events "$TMP/wlegacy"
+check "legacy /api/v1/watch/... path with rv='' starts with ADDED" jtest "$TMP/wlegacy.json" 'len(d)==1 and d[0]["type"]=="ADDED" and d[0]["object"]["metadata"]["name"]=="kubernetes"'
+check "watch events are one per chunk" sh -c "$PY - $PORT <<'EOF'
+import socket, sys
+s = socket.create_connection(('127.0.0.1', int(sys.argv[1])))
+s.sendall(b'GET /api/v1/namespaces/kube-system/pods?watch=1&timeoutSeconds=1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')
+data = b''
+while True:
+    b = s.recv(65536)
+    if not b: break
+    data += b
+head, body = data.split(b'\r\n\r\n', 1)
+assert b'Transfer-Encoding: chunked' in head, head
+chunks = []
+while True:
+    size, rest = body.split(b'\r\n', 1)
+    n = int(size, 16)
+    if n == 0: break
+    chunks.append(rest[:n]); body = rest[n + 2:]
+assert len(chunks) == 4 and all(c.endswith(b'\n') and c.count(b'\n') == 1 for c in chunks), chunks
+EOF"
+
+# --- cuts -------------------------------------------------------------------------------------
+curl -sN "$API/api/v1/pods?watch=1&allowWatchBookmarks=true" > "$TMP/wcut" 2>/dev/null &
+CPID=$!
+sleep 0.8
+ctl POST "/cut?mode=refuse" > /dev/null
+T0=$(date +%s%N)
+curl -s -m 5 "$API/version" > /dev/null; RC=$?
+T1=$(date +%s%N)
+check "refuse: a request fails fast (rc=$RC, $(((T1 - T0) / 1000000)) ms)" sh -c "[ $RC = 7 ] && [ $(((T1 - T0) / 1000000)) -lt 1000 ]"
+sleep 0.3
+check "refuse: the open watch was closed" sh -c "! kill -0 $CPID 2>/dev/null"
+wait $CPID 2>/dev/null
+ctl POST /objects '{"apiVersion":"v1","kind":"Pod","metadata":{"name":"made-during-cut","namespace":"default"},"spec":{"nodeName":"node-a","containers":[{"name":"c","image":"c"}]}}' > /dev/null
+ctl POST /restore > /dev/null
+check "restore: the same port answers again, with what changed during the cut" sh -c "curl -s -m 5 $API/api/v1/namespaces/default/pods/made-during-cut | grep -q made-during-cut"
+RV=$(curl -s "$API/api/v1/pods" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')
+curl -sN "$API/api/v1/pods?watch=1&resourceVersion=$RV&allowWatchBookmarks=true" > "$TMP/wbh" 2>/dev/null &
+CPID=$!
+sleep 1
+ctl POST "/cut?mode=blackhole" > /dev/null
+sleep 0.2
+N1=$(wc -c < "$TMP/wbh")
+curl -s -m 2 "$API/version" > /dev/null; RC=$?
+check "blackhole: a request times out (rc=$RC)" [ "$RC" = 28 ]
+ctl DELETE "/objects?apiVersion=v1&kind=Pod&namespace=default&name=made-during-cut" > /dev/null
+sleep 1.2
+N2=$(wc -c < "$TMP/wbh")
+check "blackhole: the open watch is silent (no events, no bookmarks)" [ "$N1" = "$N2" ]
+ctl POST /restore > /dev/null
+sleep 0.8
+kill $CPID 2>/dev/null; wait $CPID 2>/dev/null
+events "$TMP/wbh"
+check "restore: the watch resumes with the DELETED that happened during the blackhole" jtest "$TMP/wbh.json" \
+    '[e["object"]["metadata"]["name"] for e in d if e["type"]=="DELETED"]==["made-during-cut"]'
+check "restore: requests work again" sh -c "curl -s -m 5 $API/version | grep -q gitVersion"
+
+# --- control port -----------------------------------------------------------------------------
+ctl GET /state > "$TMP/state.json"
+check "/state counts requests per user agent (kubectl, OpenAPI-Generator, curl) and path" jtest "$TMP/state.json" \
+    'd["cut"]=="open" and d["requests"]>50 and d["requests_by_user_agent"]["kubectl"]>0 and d["requests_by_user_agent"]["OpenAPI-Generator"]>0 and d["requests_by_user_agent"]["curl"]>0 and d["requests_by_path"]["/api/v1/nodes"]>0 and d["requests_by_verb"]["watch"]>0'
+ctl POST /reset-counters > /dev/null
+curl -s "$API/api/v1/nodes" > /dev/null
+ctl GET /state > "$TMP/state.json"
+check "/reset-counters" jtest "$TMP/state.json" 'd["requests"]==1 and d["requests_by_verb_path"]=={"list /api/v1/nodes":1}'
+ctl POST "/fail?code=503&count=1&path=/api/v1/nodes" > /dev/null
+check "/fail injects one error Status" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' $API/api/v1/nodes) = 503 ] && [ \$(curl -s -o /dev/null -w '%{http_code}' $API/api/v1/nodes) = 200 ]"
+
+# ---------------------------------------------------------------------------------------------
+echo "# 10000 bulk pods"
+if start_double bulk --seed none --pods 10000 --node node-a; then
+    API="http://127.0.0.1:$PORT"
+    OUT=$(curl -s -o "$TMP/big.raw" -w '%{http_code} %{time_total}' -H 'Accept-Encoding: gzip' "$API/api/v1/pods")
+    check "gzip: a 10k-pod list with Accept-Encoding: gzip starts with 1f 8b ($OUT)" sh -c "[ \"\$(head -c 2 $TMP/big.raw | od -An -tx1 | tr -d ' ')\" = 1f8b ]"
+    OUT=$(curl -s --compressed -o "$TMP/big.json" -w '%{time_total}' "$API/api/v1/pods")
+    check "gzip: curl --compressed decodes 10000 pods of 2-4 KB ($OUT s)" "$PY" -c '
+import json,sys; b=open(sys.argv[1],"rb").read(); d=json.loads(b); n=len(d["items"])
+assert n==10000, n
+assert 2000 < len(b)/n < 4000, len(b)/n' "$TMP/big.json"
+    OUT=$(curl -s -o /dev/null -w '%{time_total}' "$API/api/v1/pods")
+    check "a 10k-pod list without gzip is served in < 1 s ($OUT s)" "$PY" -c "import sys; sys.exit(0 if $OUT < 1 else 1)"
+    check "small responses are not compressed" sh -c "! curl -s -D - -o /dev/null -H 'Accept-Encoding: gzip' '$API/api/v1/pods?limit=5' | grep -qi 'content-encoding'"
+    check "a node's pods via fieldSelector out of 10k" sh -c "[ \$(curl -s '$API/api/v1/pods?fieldSelector=spec.nodeName=node-a' | $PY -c 'import json,sys; print(len(json.load(sys.stdin)[\"items\"]))') -ge 90 ]"
+    ctl POST /shutdown > /dev/null
+    i=0     # wait up to 5 s for it to exit (a zombie until reaped), then reap it
+    while [ $i -lt 50 ] && ps -o stat= -p "$DPID" 2>/dev/null | grep -qv Z; do
+        sleep 0.1; i=$((i + 1))
+    done
+    [ $i -lt 50 ] || kill "$DPID" 2>/dev/null
+    wait "$DPID"; RC=$?
+    check "POST /shutdown stops the double (exit status $RC)" [ "$RC" = 0 ]
+else
+    nok "bulk double started"
+fi
+
+# ---------------------------------------------------------------------------------------------
+if command -v openssl > /dev/null; then
+    echo "# TLS with client certificates"
+    D=$TMP/tls
+    mkdir -p "$D"
+    (cd "$D" &&
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.crt -days 2 -subj /CN=double-ca &&
+        openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
+        printf 'subjectAltName=IP:127.0.0.1\n' > ext &&
+        openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out srv.crt -days 2 -extfile ext &&
+        openssl req -newkey rsa:2048 -nodes -keyout cli.key -out cli.csr -subj "/O=system:nodes/CN=system:node:node-a" &&
+        openssl x509 -req -in cli.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out cli.crt -days 2) > "$TMP/openssl.log" 2>&1
+    if start_double tls --tls-cert "$D/srv.crt" --tls-key "$D/srv.key" --client-ca "$D/ca.crt" --node node-a; then
+        API="https://127.0.0.1:$PORT"
+        check "TLS: a client certificate signed by --client-ca is accepted" sh -c "curl -s --cacert $D/ca.crt --cert $D/cli.crt --key $D/cli.key $API/api/v1/nodes | grep -q NodeList"
+        check "TLS: no client certificate is refused" sh -c "! curl -s -m 5 --cacert $D/ca.crt $API/api/v1/nodes"
+        check "TLS: kubectl with a client certificate" sh -c "kubectl --server $API --certificate-authority $D/ca.crt --client-certificate $D/cli.crt --client-key $D/cli.key --cache-dir $TMP/kcache-tls get pods -A | grep -q kube-proxy"
+    else
+        nok "TLS double started"
+    fi
+fi
+
+echo "RESULT: $PASS passed, $FAIL failed"
+[ "$FAIL" = 0 ]

@@ -1,0 +1,392 @@
+/*
+ * test_cache.c - the caching rules and the cache manager: responses fed to a
+ * tee in arbitrary chunks (plain and gzip) become the right store state.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "cache/cacheable.h"
+#include "cache/manager.h"
+#include "kube/meta.h"
+#include "storage/disk.h"
+#include "testutil.h"
+
+struct fx {
+	char dir[4096];
+	struct store *s;
+	struct metrics m;
+	struct cache_manager *cm;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof *f);
+	if (test_mkdtemp(f->dir, sizeof f->dir, "cache") < 0)
+		return -1;
+	char *err = NULL;
+	f->s = disk_store_open(f->dir, 0, NULL, &err);
+	if (!f->s || metrics_init(&f->m) < 0)
+		return -1;
+	f->cm = cache_manager_new(f->s, &f->m, 2);
+	*state = f;
+	return f->cm ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	cache_manager_free(f->cm);
+	store_close(f->s);
+	metrics_free(&f->m);
+	test_rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct request_info ri_for(enum req_verb verb, const char *ns, const char *name,
+				  const char *lsel, const char *fsel)
+{
+	struct request_info ri;
+	memset(&ri, 0, sizeof ri);
+	ri.is_resource = true;
+	ri.verb = verb;
+	ri.method = verb == VERB_CREATE ? "POST" : "GET";
+	ri.path = "/api/v1/pods";
+	ri.api_prefix = "api";
+	ri.api_group = "";
+	ri.api_version = "v1";
+	ri.namespace = (char *)ns;
+	ri.resource = "pods";
+	ri.subresource = "";
+	ri.name = (char *)name;
+	ri.label_selector = (char *)lsel;
+	ri.field_selector = (char *)fsel;
+	ri.resource_version = "";
+	ri.resource_version_match = "";
+	ri.continue_token = "";
+	ri.timeout_seconds = -1;
+	return ri;
+}
+
+static char *pod(const char *ns, const char *name, unsigned rv, const char *node)
+{
+	return test_pod_json(ns, name, rv, node, 600);
+}
+
+/* Feed in chunks of 1..37 bytes: decoding must not care. */
+static void feed_chunked(struct cache_tee *t, const char *data, size_t len)
+{
+	size_t step = 1;
+	for (size_t off = 0; off < len; off += step, step = step % 37 + 1)
+		cache_tee_feed(t, data + off, off + step > len ? len - off : step);
+}
+
+static char *list_body(const char *rv, const char *cont, char **items, size_t n)
+{
+	struct buf b = BUF_INIT;
+	buf_printf(&b,
+		   "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{"
+		   "\"resourceVersion\":\"%s\"%s%s%s},\"items\":[",
+		   rv, cont ? ",\"continue\":\"" : "", cont ? cont : "", cont ? "\"" : "");
+	for (size_t i = 0; i < n; i++)
+		buf_printf(&b, "%s%s", i ? "," : "", items[i]);
+	buf_append_str(&b, "]}");
+	return buf_steal(&b);
+}
+
+static uint64_t stored_rv(struct store *s, const char *comp, const char *ns, const char *name)
+{
+	struct store_key_info info = {comp, "", "v1", "pods", ns, name};
+	struct store_key k;
+	if (store_key_build(s, &info, &k) != STORE_OK)
+		return 0;
+	struct buf b = BUF_INIT;
+	uint64_t rv = 0;
+	if (store_get(s, &k, &b) == STORE_OK)
+		kube_meta_rv(b.data, b.len, &rv);
+	buf_free(&b);
+	store_key_free(&k);
+	return rv;
+}
+
+static void test_component_and_rules(void **state)
+{
+	(void)state;
+	char *c = cache_component("Kubelet/v1.30.2 (linux/amd64) kubernetes/abc");
+	assert_string_equal(c, "kubelet");
+	free(c);
+	c = cache_component(NULL);
+	assert_string_equal(c, "");
+	free(c);
+	struct config cfg;
+	config_init(&cfg);
+	strlist_split(&cfg.cache_agents, "my-agent");
+	struct cache_agents a;
+	assert_int_equal(cache_agents_init(&a, &cfg), 0);
+	struct request_info list = ri_for(VERB_LIST, "", "", "", "");
+	assert_int_equal(cache_mode_for(&a, "kubelet", &list), CACHE_LIST);
+	assert_int_equal(cache_mode_for(&a, "my-agent", &list), CACHE_LIST);
+	assert_int_equal(cache_mode_for(&a, "kubectl", &list), CACHE_NONE);
+	assert_int_equal(cache_mode_for(&a, "", &list), CACHE_NONE);
+	struct request_info del = ri_for(VERB_DELETE, "a", "x", "", "");
+	assert_int_equal(cache_mode_for(&a, "kubelet", &del), CACHE_NONE);
+	struct request_info log = ri_for(VERB_GET, "a", "x", "", "");
+	log.subresource = "log";
+	assert_int_equal(cache_mode_for(&a, "kubelet", &log), CACHE_NONE);
+	log.subresource = "status";
+	assert_int_equal(cache_mode_for(&a, "kubelet", &log), CACHE_OBJECT);
+	struct request_info csr = ri_for(VERB_GET, "", "x", "", "");
+	csr.resource = "certificatesigningrequests";
+	assert_int_equal(cache_mode_for(&a, "kubelet", &csr), CACHE_NONE);
+	struct request_info ver = ri_for(VERB_OTHER, "", "", "", "");
+	ver.is_resource = false;
+	ver.path = "/version";
+	assert_int_equal(cache_mode_for(&a, "kubectl", &ver), CACHE_DISCOVERY);
+	ver.path = "/apis/discovery.k8s.io/v1";
+	assert_int_equal(cache_mode_for(&a, "curl", &ver), CACHE_DISCOVERY);
+	ver.path = "/healthz";
+	assert_int_equal(cache_mode_for(&a, "curl", &ver), CACHE_NONE);
+	cache_agents_free(&a);
+	strlist_split(&cfg.cache_agents, "*");
+	assert_int_equal(cache_agents_init(&a, &cfg), 0);
+	assert_int_equal(cache_mode_for(&a, "anything", &list), CACHE_LIST);
+	cache_agents_free(&a);
+	config_free(&cfg);
+
+	assert_string_equal(
+	    cache_accept_for("application/vnd.kubernetes.protobuf,application/json"),
+	    "application/json");
+	assert_string_equal(cache_accept_for(NULL), "application/json");
+	assert_string_equal(cache_accept_for("*/*"), "application/json");
+	assert_null(cache_accept_for("application/vnd.kubernetes.protobuf"));
+	assert_null(cache_accept_for("application/json;as=Table;v=v1;g=meta.k8s.io,"
+				     "application/json"));
+}
+
+static void test_list_becomes_view(void **state)
+{
+	struct fx *f = *state;
+	char *items[3] = {pod("a", "p1", 11, "n1"), pod("a", "p2", 12, "n1"),
+			  pod("b", "p3", 13, "n1")};
+	char *body = list_body("20", NULL, items, 3);
+	struct request_info ri = ri_for(VERB_LIST, "", "", "", "spec.nodeName=n1");
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_LIST, "kubelet", &ri, 200, "application/json", NULL);
+	assert_non_null(t);
+	feed_chunked(t, body, strlen(body));
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 11);
+	assert_int_equal(stored_rv(f->s, "kubelet", "b", "p3"), 13);
+	struct store_view v = {"kubelet", {"", "v1", "pods"}, "", "", "spec.nodeName=n1"};
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 20);
+	store_view_state_free(&st);
+	for (int i = 0; i < 3; i++)
+		free(items[i]);
+	free(body);
+}
+
+static void test_cut_list_changes_nothing(void **state)
+{
+	struct fx *f = *state;
+	char *items[2] = {pod("a", "p1", 11, "n1"), pod("a", "p2", 12, "n1")};
+	char *body = list_body("20", NULL, items, 2);
+	struct request_info ri = ri_for(VERB_LIST, "", "", "", "");
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_LIST, "kubelet", &ri, 200, "application/json", NULL);
+	cache_tee_feed(t, body, strlen(body) / 2);
+	cache_tee_end(t, false); /* the upstream broke mid-list */
+	cache_manager_flush(f->cm);
+	struct store_view v = {"kubelet", {"", "v1", "pods"}, "", "", ""};
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_NOT_FOUND);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 0);
+	for (int i = 0; i < 2; i++)
+		free(items[i]);
+	free(body);
+}
+
+static char *gzip_bytes(const char *data, size_t len, size_t *out_len)
+{
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	deflateInit2(&z, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+	size_t cap = deflateBound(&z, len) + 64;
+	char *out = malloc(cap);
+	z.next_in = (Bytef *)data;
+	z.avail_in = (uInt)len;
+	z.next_out = (Bytef *)out;
+	z.avail_out = (uInt)cap;
+	deflate(&z, Z_FINISH);
+	*out_len = cap - z.avail_out;
+	deflateEnd(&z);
+	return out;
+}
+
+static void test_gzip_list_and_pages(void **state)
+{
+	struct fx *f = *state;
+	/* page 1 of 2, gzip-encoded */
+	char *p1[2] = {pod("a", "g1", 31, ""), pod("a", "g2", 32, "")};
+	char *body1 = list_body("40", "tok-1", p1, 2);
+	size_t zlen;
+	char *z = gzip_bytes(body1, strlen(body1), &zlen);
+	struct request_info ri = ri_for(VERB_LIST, "a", "", "", "");
+	ri.limit = 2;
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_LIST, "coredns", &ri, 200, "application/json", "gzip");
+	assert_non_null(t);
+	feed_chunked(t, z, zlen);
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	struct store_view v = {"coredns", {"", "v1", "pods"}, "a", "", ""};
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_NOT_FOUND); /* not yet: a page */
+	/* page 2 continues the same view */
+	char *p2[1] = {pod("a", "g3", 33, "")};
+	char *body2 = list_body("40", NULL, p2, 1);
+	ri.continue_token = "tok-1";
+	t = cache_tee_new(f->cm, CACHE_LIST, "coredns", &ri, 200, "application/json", NULL);
+	feed_chunked(t, body2, strlen(body2));
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 40);
+	store_view_state_free(&st);
+	assert_int_equal(stored_rv(f->s, "coredns", "a", "g1"), 31);
+	assert_int_equal(stored_rv(f->s, "coredns", "a", "g3"), 33);
+	free(p1[0]);
+	free(p1[1]);
+	free(p2[0]);
+	free(body1);
+	free(body2);
+	free(z);
+}
+
+static char *event(const char *type, const char *obj)
+{
+	char *s;
+	assert_true(asprintf(&s, "{\"type\":\"%s\",\"object\":%s}\n", type, obj) > 0);
+	return s;
+}
+
+static void test_watch_events(void **state)
+{
+	struct fx *f = *state;
+	/* two views: node n1 pods, and pods labelled app=p2 (any node) */
+	char *base[2] = {pod("a", "p1", 11, "n1"), pod("a", "p2", 12, "n1")};
+	char *body = list_body("20", NULL, base, 2);
+	struct request_info ri = ri_for(VERB_LIST, "", "", "", "spec.nodeName=n1");
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_LIST, "kubelet", &ri, 200, "application/json", NULL);
+	cache_tee_feed(t, body, strlen(body));
+	cache_tee_end(t, true);
+	free(body);
+	struct request_info ri2 = ri_for(VERB_LIST, "", "", "app=p2", "");
+	body = list_body("20", NULL, &base[1], 1);
+	t = cache_tee_new(f->cm, CACHE_LIST, "kubelet", &ri2, 200, "application/json", NULL);
+	cache_tee_feed(t, body, strlen(body));
+	cache_tee_end(t, true);
+	free(body);
+
+	char *p1v2 = pod("a", "p1", 21, "n1");
+	char *p3 = pod("a", "p3", 22, "n1");
+	char *p2del = pod("a", "p2", 23, "n1");
+	char *p1del = pod("a", "p1", 24, "n1");
+	char *bm = strdup("{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{"
+			  "\"resourceVersion\":\"30\"}}");
+	char *evs[] = {event("MODIFIED", p1v2), event("ADDED", p3), event("DELETED", p2del),
+		       event("DELETED", p1del), event("BOOKMARK", bm)};
+	struct request_info wri = ri_for(VERB_WATCH, "", "", "", "spec.nodeName=n1");
+	t = cache_tee_new(f->cm, CACHE_WATCH, "kubelet", &wri, 200, "application/json", NULL);
+	for (size_t i = 0; i < 5; i++) {
+		feed_chunked(t, evs[i], strlen(evs[i]));
+		free(evs[i]);
+	}
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p3"), 22);
+	/* p1: deleted, nobody else covers it */
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 0);
+	/* p2: DELETED from the node view, but the app=p2 view still covers it */
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p2"), 12);
+	struct store_view v = {"kubelet", {"", "v1", "pods"}, "", "", "spec.nodeName=n1"};
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 30); /* the bookmark */
+	store_view_state_free(&st);
+	free(base[0]);
+	free(base[1]);
+	free(p1v2);
+	free(p3);
+	free(p2del);
+	free(p1del);
+	free(bm);
+}
+
+static void test_objects_and_discovery(void **state)
+{
+	struct fx *f = *state;
+	char *p = pod("a", "got", 55, "n1");
+	struct request_info ri = ri_for(VERB_GET, "a", "got", "", "");
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_OBJECT, "kubelet", &ri, 200, "application/json", NULL);
+	feed_chunked(t, p, strlen(p));
+	cache_tee_end(t, true);
+	/* a create's name comes from the response */
+	char *made = pod("a", "made-x7k", 56, "n1");
+	struct request_info cri = ri_for(VERB_CREATE, "a", "", "", "");
+	t = cache_tee_new(f->cm, CACHE_OBJECT, "kubelet", &cri, 201, "application/json", NULL);
+	cache_tee_feed(t, made, strlen(made));
+	cache_tee_end(t, true);
+	/* not cached: a 404, a protobuf body, a Table-like content type */
+	assert_null(
+	    cache_tee_new(f->cm, CACHE_OBJECT, "kubelet", &ri, 404, "application/json", NULL));
+	assert_null(cache_tee_new(f->cm, CACHE_OBJECT, "kubelet", &ri, 200,
+				  "application/vnd.kubernetes.protobuf", NULL));
+	assert_null(
+	    cache_tee_new(f->cm, CACHE_OBJECT, "kubelet", &ri, 200, "application/json", "br"));
+	struct request_info vri = ri_for(VERB_OTHER, "", "", "", "");
+	vri.is_resource = false;
+	vri.path = "/version";
+	const char *ver = "{\"major\":\"1\",\"minor\":\"32\"}";
+	t = cache_tee_new(f->cm, CACHE_DISCOVERY, "kubectl", &vri, 200, "application/json", NULL);
+	cache_tee_feed(t, ver, strlen(ver));
+	cache_tee_end(t, true);
+	vri.path = "/apis";
+	assert_null(cache_tee_new(
+	    f->cm, CACHE_DISCOVERY, "kubectl", &vri, 200,
+	    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", NULL));
+	cache_manager_flush(f->cm);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "got"), 55);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "made-x7k"), 56);
+	struct buf b = BUF_INIT;
+	assert_int_equal(store_get_cluster_info(f->s, "/version", &b), STORE_OK);
+	assert_string_equal(b.data, ver);
+	buf_free(&b);
+	free(p);
+	free(made);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_component_and_rules),
+	    cmocka_unit_test_setup_teardown(test_list_becomes_view, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cut_list_changes_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_gzip_list_and_pages, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_objects_and_discovery, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
