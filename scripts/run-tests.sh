@@ -23,6 +23,8 @@ tests/crash_test
 script:tests/cli/test_cli.sh
 py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
+py:tests/e2e/test_tls.py
+py:tests/e2e/test_balance.py
 "
 
 total_pass=0

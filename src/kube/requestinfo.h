@@ -24,7 +24,8 @@ enum req_verb {
 	VERB_PATCH,
 	VERB_DELETE,
 	VERB_DELETECOLLECTION,
-	VERB_PROXY, /* resource requests whose subresource is "proxy" */
+	VERB_PROXY, /* the legacy /api/v1/proxy/... form only (as kube-apiserver); a
+		     * .../pods/x/proxy/... request keeps its method's verb */
 	VERB_OTHER, /* non-resource requests use the lower-cased method instead */
 };
 

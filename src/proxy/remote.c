@@ -455,13 +455,23 @@ static bool unreachable(CURLcode cc)
 	}
 }
 
-enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct request *req,
-				 struct MHD_Response **resp, unsigned int *status)
+/* May a request that failed this way go to another backend?  Only when it
+ * surely never reached the first one, or when repeating it is harmless. */
+static bool retryable(CURLcode cc, const struct request_info *ri)
 {
-	*resp = NULL;
-	struct backend *b = upstream_pick(&h->upstream);
-	if (!b)
-		return REMOTE_NO_BACKEND;
+	if (cc == CURLE_COULDNT_CONNECT || cc == CURLE_COULDNT_RESOLVE_HOST ||
+	    cc == CURLE_SSL_CONNECT_ERROR)
+		return true;
+	return !strcmp(ri->method, "GET") || !strcmp(ri->method, "HEAD");
+}
+
+/* One attempt against backend b: REMOTE_OK with r ready to stream, or the
+ * failure (r freed). */
+static enum remote_outcome attempt(struct hub *h, struct MHD_Connection *c, struct request *req,
+				   struct backend *b, struct remote **out, bool *may_retry)
+{
+	*out = NULL;
+	*may_retry = false;
 	struct remote *r = calloc(1, sizeof *r);
 	if (!r)
 		return REMOTE_ERROR;
@@ -469,23 +479,50 @@ enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct
 	r->b = b;
 	r->client_fd = -1;
 	r->body_len = req->body.len;
-	r->body = req->body.len ? buf_steal(&req->body) : NULL;
+	if (req->body.len && !(r->body = malloc(req->body.len))) {
+		free(r);
+		return REMOTE_ERROR;
+	}
+	if (req->body.len)
+		memcpy(r->body, req->body.data, req->body.len);
 	if (setup(r, c, req) < 0) {
 		remote_free(r);
 		return REMOTE_ERROR;
 	}
 	pump(r, true);
-	if (!r->headers_done) {
-		CURLcode cc = r->done ? r->result : CURLE_OPERATION_TIMEDOUT;
-		log_v(1, "proxy: %s %s: %s", b->url, req->raw_uri, curl_easy_strerror(cc));
-		enum remote_outcome out = REMOTE_ERROR;
-		if (unreachable(cc)) {
-			health_report_failure(h->health, b);
-			out = REMOTE_UNREACHABLE;
-		}
-		remote_free(r);
-		return out;
+	if (r->headers_done) {
+		*out = r;
+		return REMOTE_OK;
 	}
+	CURLcode cc = r->done ? r->result : CURLE_OPERATION_TIMEDOUT;
+	log_v(1, "proxy: %s %s: %s", b->url, req->raw_uri, curl_easy_strerror(cc));
+	enum remote_outcome outcome = REMOTE_ERROR;
+	if (unreachable(cc)) {
+		health_report_failure(h->health, b);
+		outcome = REMOTE_UNREACHABLE;
+		*may_retry = retryable(cc, &req->ri);
+	}
+	remote_free(r);
+	return outcome;
+}
+
+enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct request *req,
+				 struct MHD_Response **resp, unsigned int *status)
+{
+	*resp = NULL;
+	uint64_t tried = 0;
+	struct remote *r = NULL;
+	enum remote_outcome out = REMOTE_NO_BACKEND;
+	for (struct backend *b; (b = upstream_pick(&h->upstream, tried));) {
+		bool may_retry;
+		out = attempt(h, c, req, b, &r, &may_retry);
+		if (out != REMOTE_UNREACHABLE || !may_retry)
+			break;
+		if (b->index < 64)
+			tried |= 1ULL << b->index;
+	}
+	if (out != REMOTE_OK)
+		return out;
 	r->tee = cache_tee_new(h->cache, req->cache_mode, req->component, &req->ri, (int)r->status,
 			       find_header(r, "Content-Type"), find_header(r, "Content-Encoding"));
 	/* bytes that arrived with the headers */

@@ -329,18 +329,23 @@ char *upstream_auth_header(struct upstream *u)
 	return h;
 }
 
-struct backend *upstream_pick(struct upstream *u)
+static bool usable(const struct backend *b, uint64_t skip)
+{
+	return atomic_load(&b->healthy) && !(b->index < 64 && (skip >> b->index) & 1);
+}
+
+struct backend *upstream_pick(struct upstream *u, uint64_t skip)
 {
 	if (u->lb_mode == LB_PRIORITY) {
 		for (size_t i = 0; i < u->n; i++)
-			if (atomic_load(&u->backends[i].healthy))
+			if (usable(&u->backends[i], skip))
 				return &u->backends[i];
 		return NULL;
 	}
 	unsigned start = atomic_fetch_add(&u->rr_next, 1);
 	for (size_t k = 0; k < u->n; k++) {
 		struct backend *b = &u->backends[(start + k) % u->n];
-		if (atomic_load(&b->healthy))
+		if (usable(b, skip))
 			return b;
 	}
 	return NULL;

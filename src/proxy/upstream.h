@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "util/buf.h"
@@ -60,8 +61,8 @@ CURL *upstream_easy(struct upstream *u, const struct backend *b, bool with_clien
  * the easy one set up as upstream_easy() does.  A client connection's thread
  * reuses them request after request (no new socketpair, no new handle), and
  * they die with the thread.  0 or -1. */
-int upstream_take(struct upstream *u, const struct backend *b, bool with_client_cert,
-		  CURLM **multi, CURL **easy);
+int upstream_take(struct upstream *u, const struct backend *b, bool with_client_cert, CURLM **multi,
+		  CURL **easy);
 /* Hand them back after the transfer (removed from the multi here). */
 void upstream_give_back(struct upstream *u, CURLM *multi, CURL *easy);
 
@@ -69,8 +70,9 @@ void upstream_give_back(struct upstream *u, CURLM *multi, CURL *easy);
  * it has none (malloc'ed).  Token files are re-read every minute. */
 char *upstream_auth_header(struct upstream *u);
 
-/* The next healthy backend by --lb-mode, or NULL when none is healthy. */
-struct backend *upstream_pick(struct upstream *u);
+/* The next healthy backend by --lb-mode, or NULL when none is healthy.
+ * Backends whose bit is set in `skip` (bit i: backend i) are passed over. */
+struct backend *upstream_pick(struct upstream *u, uint64_t skip);
 bool upstream_any_healthy(struct upstream *u);
 
 #endif

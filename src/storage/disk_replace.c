@@ -273,12 +273,38 @@ static int link_old(struct replace *r, const char *rel)
 }
 
 /* The stored copy's rv; -1 when it cannot be read or is not JSON. */
-static int stored_rv(struct replace *r, const char *rel, uint64_t *rv)
+static int stored_rv_stat(struct replace *r, const char *rel, uint64_t *rv, struct stat *st)
 {
-	int rc = fs_read_file_at(r->t_fd, rel, &r->scratch, DISK_OBJECT_MAX);
+	int rc = fs_read_file_stat_at(r->t_fd, rel, &r->scratch, DISK_OBJECT_MAX, st);
 	if (rc < 0)
 		return rc;
 	return kube_meta_rv(r->scratch.data, r->scratch.len, rv) < 0 ? -EINVAL : 0;
+}
+
+static int stored_rv(struct replace *r, const char *rel, uint64_t *rv)
+{
+	return stored_rv_stat(r, rel, rv, NULL);
+}
+
+/* What add() saw of T's copy of a listed object, so that the merge at
+ * commit needs only a stat, not a read, when T's copy has not changed. */
+struct seen_in_t {
+	ino_t ino;
+	uint64_t rv;
+};
+
+/* The rv of T's copy of a listed object at commit: from what add() saw when
+ * the file is still the same one. */
+static int stored_rv_at_commit(struct replace *r, const struct strmap_entry *l, const char *rel,
+			       uint64_t *rv)
+{
+	const struct seen_in_t *seen = l->value;
+	struct stat st;
+	if (seen && fs_stat_at(r->t_fd, rel, &st) == 0 && st.st_ino == seen->ino) {
+		*rv = seen->rv;
+		return 0;
+	}
+	return stored_rv(r, rel, rv);
 }
 
 /* An object of T that the list did not return: keep it? */
@@ -317,7 +343,7 @@ static int merge_old_tree(struct replace *r)
 			uint64_t rv = 0;
 			/* Never regress: a stored copy newer than the listed one
 			 * (a watch event that raced the list) stays. */
-			if (stored_rv(r, e->key, &rv) == 0 && rv > l->num) {
+			if (stored_rv_at_commit(r, l, e->key, &rv) == 0 && rv > l->num) {
 				if (unlinkat(r->n_fd, e->key, 0) < 0)
 					return -errno;
 				rc = link_old(r, e->key);
@@ -551,6 +577,9 @@ static void replace_free(struct replace *r)
 		disk_reap(d, r->tree);
 	drop_pending(r);
 	free(r->pending);
+	struct strmap_entry *e;
+	for (size_t i = 0; (e = strmap_next(&r->listed, &i));)
+		free(e->value);
 	strmap_free(&r->listed);
 	strmap_free(&r->existing);
 	strmap_free(&r->n_dirs);
@@ -665,10 +694,20 @@ enum store_err disk_replace_begin(struct store *s, const struct store_view *view
 /* An object that T already holds at the listed rv costs a hard link, not a
  * new file: a relist where little changed creates (and later deletes)
  * almost no inodes.  If T changes before commit, the merge there sees it. */
-static int link_if_unchanged(struct replace *r, const char *rel, uint64_t rv)
+static int link_if_unchanged(struct replace *r, struct strmap_entry *l, const char *rel,
+			     uint64_t rv)
 {
 	uint64_t stored = 0;
-	if (r->t_fd < 0 || stored_rv(r, rel, &stored) < 0 || stored != rv)
+	struct stat st;
+	if (r->t_fd < 0 || stored_rv_stat(r, rel, &stored, &st) < 0)
+		return 0;
+	struct seen_in_t *seen = l->value ? l->value : malloc(sizeof *seen);
+	if (!seen)
+		return -ENOMEM;
+	seen->ino = st.st_ino;
+	seen->rv = stored;
+	l->value = seen;
+	if (stored != rv)
 		return 0;
 	return link_old(r, rel) == 0 ? 1 : 0;
 }
@@ -698,7 +737,7 @@ enum store_err disk_replace_add(struct store_replace *sr, const struct store_ite
 	}
 	if (rc == 0) {
 		l->num = it->rv;
-		rc = link_if_unchanged(r, rel, it->rv);
+		rc = link_if_unchanged(r, l, rel, it->rv);
 		if (rc == 0)
 			rc = queue_write(r, rel, it->data, it->len);
 		else if (rc > 0)

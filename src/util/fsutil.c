@@ -113,9 +113,11 @@ int fs_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-static int read_open_file(int fd, struct buf *out, size_t max)
+static int read_open_file(int fd, struct buf *out, size_t max, struct stat *stp)
 {
-	struct stat st;
+	struct stat local;
+	struct stat *st_ptr = stp ? stp : &local;
+#define st (*st_ptr)
 	int rc = 0;
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
@@ -162,9 +164,10 @@ static int read_open_file(int fd, struct buf *out, size_t max)
 out:
 	close(fd);
 	return rc;
+#undef st
 }
 
-int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max)
+int fs_read_file_stat_at(int dirfd, const char *path, struct buf *out, size_t max, struct stat *st)
 {
 	const char *last;
 	int pfd = fs_open_parent_at(dirfd, path, &last);
@@ -175,7 +178,12 @@ int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max)
 	close(pfd);
 	if (fd < 0)
 		return err == ELOOP ? -EINVAL : -err;
-	return read_open_file(fd, out, max);
+	return read_open_file(fd, out, max, st);
+}
+
+int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max)
+{
+	return fs_read_file_stat_at(dirfd, path, out, max, NULL);
 }
 
 int fs_read_operator_file(const char *path, struct buf *out, size_t max)
@@ -183,7 +191,7 @@ int fs_read_operator_file(const char *path, struct buf *out, size_t max)
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	return read_open_file(fd, out, max);
+	return read_open_file(fd, out, max, NULL);
 }
 
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, int *created)

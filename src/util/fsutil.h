@@ -34,6 +34,8 @@ int fs_write_all(int fd, const void *data, size_t len);
 /* Read a whole regular file (relative to dirfd) into out, at most max bytes:
  * -EFBIG when it is larger, -EISDIR / -EINVAL when it is not a regular file. */
 int fs_read_file_at(int dirfd, const char *path, struct buf *out, size_t max);
+/* The same, and the file's stat (taken from the open file). */
+int fs_read_file_stat_at(int dirfd, const char *path, struct buf *out, size_t max, struct stat *st);
 /* Read a file the operator named (a flag, a kubeconfig reference): the path
  * is taken as given, links included, unlike the *_at helpers below the
  * cache directory.  Same results as fs_read_file_at. */

@@ -1,0 +1,148 @@
+"""End to end, TLS: the hub's identity towards a cloud that requires client
+certificates (from a kubelet-style kubeconfig with inline data, and from the
+explicit flags), and the hub's secure port, which refuses clients without a
+certificate signed by --client-ca-file.
+"""
+
+import base64
+import os
+import ssl
+import subprocess
+import sys
+import time
+import http.client
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
+
+
+def openssl(*args, cwd):
+    subprocess.run(["openssl", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def make_ca(d, name):
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+            "/CN=" + name, "-keyout", name + ".key", "-out", name + ".crt", cwd=d)
+
+
+def make_cert(d, ca, name, cn, server=False):
+    ext = os.path.join(d, name + ".ext")
+    with open(ext, "w") as f:
+        if server:
+            f.write("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+        else:
+            f.write("extendedKeyUsage=clientAuth\n")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=" + cn + "/O=system:nodes",
+            "-keyout", name + ".key", "-out", name + ".csr", cwd=d)
+    openssl("x509", "-req", "-in", name + ".csr", "-CA", ca + ".crt", "-CAkey", ca + ".key",
+            "-CAcreateserial", "-days", "2", "-extfile", ext, "-out", name + ".crt", cwd=d)
+
+
+def b64(path):
+    with open(path, "rb") as f:
+        return base64.b64encode(f.read()).decode()
+
+
+def tls_get(port, path, cafile, cert=None, key=None):
+    ctx = ssl.create_default_context(cafile=cafile)
+    if cert:
+        ctx.load_cert_chain(cert, key)
+    c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=20)
+    c.request("GET", path, headers={"User-Agent": "tls-test/1.0"})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, body
+
+
+def main():
+    t = Suite("tls")
+    d = os.path.join(t.workdir, "pki")
+    os.mkdir(d)
+    make_ca(d, "cloud-ca")       # signs the cloud's server cert and the node's client cert
+    make_cert(d, "cloud-ca", "apiserver", "kube-apiserver", server=True)
+    make_cert(d, "cloud-ca", "node", "system:node:node1")
+    make_ca(d, "hub-ca")         # signs the hub's server cert and its local clients
+    make_cert(d, "hub-ca", "hub", "yurthub", server=True)
+    make_cert(d, "hub-ca", "local-client", "kubelet")
+    make_ca(d, "other-ca")
+    make_cert(d, "other-ca", "stranger", "stranger")
+    p = lambda n: os.path.join(d, n)  # noqa: E731
+
+    double = Double(t.workdir, ["--seed", "sample", "--node", "node1",
+                                "--tls-cert", p("apiserver.crt"), "--tls-key", p("apiserver.key"),
+                                "--client-ca", p("cloud-ca.crt")])
+    t.cleanups.append(double.stop)
+    url = "https://127.0.0.1:%d" % double.port
+
+    # 1. identity from a kubelet-style kubeconfig with inline data
+    kc = os.path.join(t.workdir, "kubelet.conf")
+    with open(kc, "w") as f:
+        f.write("""apiVersion: v1
+kind: Config
+clusters:
+- name: default-cluster
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+contexts:
+- name: default-context
+  context: {cluster: default-cluster, user: default-auth, namespace: default}
+current-context: default-context
+users:
+- name: default-auth
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+""" % (url, b64(p("cloud-ca.crt")), b64(p("node.crt")), b64(p("node.key"))))
+    secure_port = free_port()
+    hub = Hub(t.workdir, [url], name="kchub",
+              extra=["--kubeconfig=" + kc, "--proxy-secure-port=%d" % secure_port,
+                     "--tls-cert-file=" + p("hub.crt"), "--tls-private-key-file=" + p("hub.key"),
+                     "--client-ca-file=" + p("hub-ca.crt")])
+    t.cleanups.append(hub.stop)
+    # the Hub helper passes --proxy-secure-port=0 first; the later flag wins
+    wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 15, what="healthy upstream")
+    s, _, body = get("127.0.0.1", hub.proxy_port, "/api/v1/nodes",
+                                           headers={"User-Agent": "kubelet/1.30"})
+    t.check("the hub reaches a client-cert cloud with a kubeconfig's inline identity",
+            s == 200 and b"node1" in body, body[:200])
+
+    # 2. the secure port
+    s, body = tls_get(secure_port, "/api/v1/nodes", p("hub-ca.crt"), p("local-client.crt"),
+                      p("local-client.key"))
+    t.check("the secure port serves a client with a certificate from --client-ca-file",
+            s == 200 and b"node1" in body, body[:200])
+    s, body = tls_get(secure_port, "/api/v1/nodes", p("hub-ca.crt"))
+    t.check("the secure port refuses a client without a certificate (%d)" % s, s == 401)
+    try:
+        s, body = tls_get(secure_port, "/api/v1/nodes", p("hub-ca.crt"), p("stranger.crt"),
+                          p("stranger.key"))
+        refused = s in (401, 403)
+    except (ssl.SSLError, OSError, http.client.HTTPException):
+        refused = True
+    t.check("the secure port refuses a certificate from another CA", refused)
+    hub.stop()
+
+    # 3. identity from the explicit flags
+    hub2 = Hub(t.workdir, [url], name="flaghub",
+               extra=["--client-cert-file=" + p("node.crt"), "--client-key-file=" + p("node.key"),
+                      "--ca-file=" + p("cloud-ca.crt")])
+    t.cleanups.append(hub2.stop)
+    wait_for(lambda: hub2.metric("yurthub_upstream_healthy") == 1, 15, what="healthy upstream")
+    s, _, body = get("127.0.0.1", hub2.proxy_port, "/api/v1/nodes")
+    t.check("the hub reaches a client-cert cloud with --client-cert-file/--ca-file",
+            s == 200 and b"node1" in body, body[:200])
+    # 4. a wrong CA: the cloud is not trusted, so it is never called healthy
+    hub3 = Hub(t.workdir, [url], name="badca",
+               extra=["--client-cert-file=" + p("node.crt"), "--client-key-file=" + p("node.key"),
+                      "--ca-file=" + p("other-ca.crt")])
+    t.cleanups.append(hub3.stop)
+    time.sleep(2)
+    t.check("a cloud whose certificate does not verify is not trusted",
+            hub3.metric("yurthub_upstream_healthy") == 0)
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()
