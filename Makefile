@@ -36,6 +36,7 @@ test: deps $(SANBUILD)/build.ninja
 # which slows inode creation for a while on some file systems.
 bench: build
 	/usr/bin/python3 bench/proxy_bench.py $(BUILD)
+	/usr/bin/python3 bench/offline_bench.py $(BUILD)
 	bench/run-disk-bench.sh $(BUILD)/bench/disk_bench
 
 demo: build

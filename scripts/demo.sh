@@ -54,6 +54,8 @@ run $K get pods -A -o wide
 say "kubelet lists its pods through the hub: the answer is cached"
 run curl -s -A "kubelet/v1.30.2" -o /dev/null -w "HTTP %{http_code}, %{size_download} bytes\n" \
 	"http://127.0.0.1:$PROXY_PORT/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1"
+run curl -s -A "kubelet/v1.30.2" -o /dev/null -w "HTTP %{http_code}, %{size_download} bytes\n" \
+	"http://127.0.0.1:$PROXY_PORT/api/v1/nodes/node1"
 sleep 0.5
 run "$BUILD/src/yurthub" cache ls "$WORK/cache" kubelet pods.v1.core
 run "$BUILD/src/yurthub" cache views "$WORK/cache" kubelet pods.v1.core

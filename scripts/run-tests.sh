@@ -18,13 +18,14 @@ SUITES="
 tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_key
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_stream tests/test_cache tests/test_requestinfo
-tests/test_base64 tests/test_kubeconfig tests/contract_disk
+tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/contract_disk
 tests/crash_test
 script:tests/cli/test_cli.sh
 py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
 py:tests/e2e/test_tls.py
 py:tests/e2e/test_balance.py
+py:tests/e2e/test_offline.py
 "
 
 total_pass=0

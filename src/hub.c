@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proxy/outbox.h"
 #include "server/server.h"
 #include "storage/disk.h"
 #include "util/log.h"
@@ -73,6 +74,13 @@ static int start(struct hub *h)
 	    !(h->health = health_new(&h->upstream, h->cfg, &h->metrics)) ||
 	    !(h->cache = cache_manager_new(h->store, &h->metrics, CACHE_WORKERS)))
 		return -1;
+	struct buf dir = BUF_INIT;
+	if (buf_printf(&dir, "%s/_internal/yurthub-c/outbox", h->cfg->disk_cache_path) < 0)
+		return -1;
+	h->outbox = outbox_open(dir.data, &h->upstream, &h->metrics, OUTBOX_MAX_DEFAULT);
+	buf_free(&dir);
+	if (!h->outbox || outbox_start(h->outbox) < 0)
+		return -1;
 	if (health_start(h->health) < 0)
 		return -1;
 	return server_start(h, &h->server);
@@ -82,6 +90,7 @@ static void stop(struct hub *h)
 {
 	atomic_store(&h->stopping, true);
 	server_stop(h->server); /* joins every connection thread */
+	outbox_close(h->outbox);
 	health_free(h->health);
 	cache_manager_free(h->cache); /* finishes what was queued */
 	store_close(h->store);

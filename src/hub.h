@@ -24,6 +24,7 @@
 #include "storage/store.h"
 
 struct server;
+struct outbox;
 
 struct hub {
 	const struct config *cfg;
@@ -32,6 +33,7 @@ struct hub {
 	struct health *health;
 	struct cache_agents agents;
 	struct cache_manager *cache;
+	struct outbox *outbox; /* offline Events, sent when the cloud is back */
 	struct metrics metrics;
 	struct server *server;
 	atomic_bool ready;    /* the store has recovered */

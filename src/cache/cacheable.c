@@ -75,6 +75,9 @@ static bool is_discovery(const struct request_info *ri)
 	if (!strcmp(p, "/version") || !strcmp(p, "/api") || !strcmp(p, "/api/v1") ||
 	    !strcmp(p, "/apis"))
 		return true;
+	/* OpenAPI v3, which kubectl reads to validate what it applies */
+	if (!strcmp(p, "/openapi/v3") || !strncmp(p, "/openapi/v3/", 12))
+		return true;
 	/* /apis/<group>/<version> */
 	if (strncmp(p, "/apis/", 6))
 		return false;
@@ -129,16 +132,24 @@ const char *cache_accept_for(const char *accept)
 		size_t n = strcspn(r, ",");
 		if (!n)
 			break;
-		/* A transformed answer (Table, PartialObjectMetadata) is not the
-		 * object: such a request is passed through as it came. */
 		const char *params = memchr(r, ';', n);
-		if (params) {
-			for (const char *p = params; p < r + n - 3; p++)
-				if (!strncmp(p, "as=", 3) && (p[-1] == ';' || p[-1] == ' '))
-					return NULL;
+		bool as_table = false, as_other = false;
+		for (const char *p = params; p && p + 3 <= r + n; p++) {
+			if (strncmp(p, "as=", 3) || (p[-1] != ';' && p[-1] != ' '))
+				continue;
+			if (p + 8 <= r + n && !strncmp(p + 3, "Table", 5))
+				as_table = true;
+			else
+				as_other = true;
 		}
-		if (range_is(r, n, "application/json") || range_is(r, n, "*/*") ||
-		    range_is(r, n, "application/*"))
+		/* Partial object metadata is not the object: such a request is
+		 * passed through as it came.  A Table is a way to print the
+		 * object; a client that also takes plain JSON (kubectl does)
+		 * prints that as well. */
+		if (as_other)
+			return NULL;
+		if (!as_table && (range_is(r, n, "application/json") || range_is(r, n, "*/*") ||
+				  range_is(r, n, "application/*")))
 			json_ok = true;
 		r += n;
 	}

@@ -23,7 +23,7 @@ enum cache_mode {
 	CACHE_OBJECT, /* get, or the object a create/update/patch returns */
 	CACHE_LIST,
 	CACHE_WATCH,
-	CACHE_DISCOVERY, /* /version, /api, /api/v1, /apis, /apis/<g>/<v> */
+	CACHE_DISCOVERY, /* /version, /api, /api/v1, /apis, /apis/<g>/<v>, /openapi/v3... */
 };
 
 struct cache_agents {
@@ -45,9 +45,9 @@ enum cache_mode cache_mode_for(const struct cache_agents *a, const char *compone
 			       const struct request_info *ri);
 
 /* The Accept header to send upstream so that the response can be cached:
- * JSON when the client accepts JSON (it may also accept protobuf), or NULL
- * when the request must go as it came (the client accepts only other
- * encodings, or asks for a transformed object with ";as=...").  Returns a
+ * JSON when the client accepts plain JSON (it may prefer protobuf, or a
+ * Table to print), or NULL when the request must go as it came (the client
+ * accepts only other encodings, or partial object metadata).  Returns a
  * static string or NULL. */
 const char *cache_accept_for(const char *client_accept);
 

@@ -718,9 +718,16 @@ static bool media_is_json(const char *ct)
 
 static bool plain_json(const char *ct)
 {
-	/* discovery: "application/json" with at most a charset, not the
-	 * aggregated formats (";g=apidiscovery.k8s.io;...") */
+	/* "application/json" with at most a charset */
 	return media_is_json(ct) && !strstr(ct, "as=") && !strstr(ct, "g=");
+}
+
+/* Aggregated discovery (what kubectl asks for first on /api and /apis) is
+ * kept beside the plain documents, under "/aggregated-discovery<path>". */
+static bool aggregated_discovery(const char *ct, const char *path)
+{
+	return media_is_json(ct) && strstr(ct, "as=APIGroupDiscoveryList") &&
+	       (!strcmp(path, "/api") || !strcmp(path, "/apis"));
 }
 
 static bool status_cacheable(enum cache_mode mode, const struct request_info *ri, int status)
@@ -736,7 +743,9 @@ struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
 {
 	if (!cm || mode == CACHE_NONE || !status_cacheable(mode, ri, status))
 		return NULL;
-	if (mode == CACHE_DISCOVERY ? !plain_json(content_type) : !media_is_json(content_type))
+	bool aggregated = mode == CACHE_DISCOVERY && aggregated_discovery(content_type, ri->path);
+	if (mode == CACHE_DISCOVERY ? !plain_json(content_type) && !aggregated
+				    : !media_is_json(content_type))
 		return NULL;
 	bool gzip = content_encoding && !strcasecmp(content_encoding, "gzip");
 	if (content_encoding && *content_encoding && !gzip &&
@@ -749,6 +758,13 @@ struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
 	t->st = stream_new(mode, component, ri);
 	if (!t->st)
 		goto fail;
+	if (aggregated) {
+		struct buf p = BUF_INIT;
+		if (buf_printf(&p, "/aggregated-discovery%s", t->st->path) < 0)
+			goto fail;
+		free(t->st->path);
+		t->st->path = buf_steal(&p);
+	}
 	if (gzip && !(t->gz = gunzip_new(INFLATE_MAX, decode, t)))
 		goto fail;
 	if (mode == CACHE_LIST) {

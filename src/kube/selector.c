@@ -1189,3 +1189,44 @@ int selector_match_json(const struct selector *labels, const struct selector *fi
 		free(st.watches);
 	return rc;
 }
+
+/* ---- a quick look at the raw bytes ---- */
+
+/* Values that, when present, appear verbatim in the JSON: the characters of
+ * label values plus those of names and IPs (no escapes possible). */
+static bool verbatim(const char *v)
+{
+	if (!*v)
+		return false;
+	for (; *v; v++) {
+		unsigned char c = (unsigned char)*v;
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' || c == ':';
+		if (!ok)
+			return false;
+	}
+	return true;
+}
+
+static bool requirement_may_match(const struct requirement *r, const char *json, size_t len)
+{
+	if (r->op != OP_EQ && r->op != OP_IN)
+		return true;
+	for (size_t i = 0; i < r->nvalues; i++) {
+		if (!verbatim(r->values[i]))
+			return true; /* cannot tell from the bytes */
+		if (memmem(json, len, r->values[i], strlen(r->values[i])))
+			return true;
+	}
+	return false;
+}
+
+bool selector_may_match(const struct selector *s, const char *json, size_t len)
+{
+	if (!s || !json)
+		return true;
+	for (size_t i = 0; i < s->n; i++)
+		if (!requirement_may_match(&s->reqs[i], json, len))
+			return false;
+	return true;
+}

@@ -39,4 +39,10 @@ int selector_canonicalize(enum selector_kind kind, const char *text, char **out,
 int selector_match_json(const struct selector *labels, const struct selector *fields,
 			const char *json, size_t len);
 
+/* A quick look at the raw bytes, before selector_match_json: false when the
+ * object surely does not match (a value that an = or "in" requirement needs
+ * appears nowhere in it), true for "maybe".  Serving a filtered list offline,
+ * most objects are skipped without being parsed. */
+bool selector_may_match(const struct selector *s, const char *json, size_t len);
+
 #endif

@@ -1,17 +1,478 @@
 /*
  * local.c - answers from the store while the cloud is unreachable, see
- * local.h.
+ * local.h: routing by verb, single objects, writes, discovery.  Lists and
+ * watches are in local_list.c.
  */
 #include "proxy/local.h"
 
+#include <gnutls/crypto.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "cache/manager.h"
 #include "hub.h"
+#include "kube/kinds.h"
+#include "kube/meta.h"
+#include "kube/patch.h"
+#include "proxy/outbox.h"
 #include "server/respond.h"
 #include "server/server.h"
+#include "util/base64.h"
+#include "util/log.h"
+
+/* ---- shared helpers ---- */
+
+enum MHD_Result local_status(struct request *req, struct MHD_Connection *c, int code,
+			     const char *message)
+{
+	req->status = (unsigned int)code;
+	return respond_queue(c, (unsigned int)code, respond_status(code, NULL, message, NULL));
+}
+
+static enum MHD_Result answer_json(struct request *req, struct MHD_Connection *c, int code,
+				   struct buf *body)
+{
+	req->status = (unsigned int)code;
+	size_t len = body->len;
+	return respond_queue(c, (unsigned int)code,
+			     respond_bytes(buf_steal(body), len, "application/json"));
+}
+
+static int add_component(void *ctx, const char *name)
+{
+	struct component_list *l = ctx;
+	for (size_t i = 0; i < l->n; i++)
+		if (!strcmp(l->v[i], name))
+			return 0;
+	char **v = realloc(l->v, (l->n + 1) * sizeof *v);
+	if (!v)
+		return 1;
+	l->v = v;
+	if ((l->v[l->n] = strdup(name)))
+		l->n++;
+	return 0;
+}
+
+int local_components(struct hub *h, const char *own, struct component_list *out)
+{
+	memset(out, 0, sizeof *out);
+	if (own && *own)
+		add_component(out, own);
+	return store_list_components(h->store, add_component, out) == STORE_OK ? 0 : -1;
+}
+
+void local_components_free(struct component_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	memset(l, 0, sizeof *l);
+}
+
+void local_kind_of(struct hub *h, const struct request *req, struct local_kind *out)
+{
+	const struct request_info *ri = &req->ri;
+	memset(out, 0, sizeof *out);
+	struct buf av = BUF_INIT;
+	if (*ri->api_group)
+		buf_printf(&av, "%s/%s", ri->api_group, ri->api_version);
+	else
+		buf_append_str(&av, ri->api_version);
+	out->api_version = buf_steal(&av);
+	const char *builtin = kinds_builtin(ri->api_group, ri->resource);
+	if (builtin) {
+		out->kind = strdup(builtin);
+		return;
+	}
+	/* a CRD: its discovery document, if the hub cached it */
+	struct buf path = BUF_INIT, doc = BUF_INIT;
+	if (buf_printf(&path, "/%s/%s", *ri->api_group ? "apis" : "api", out->api_version) == 0 &&
+	    store_get_cluster_info(h->store, path.data, &doc) == STORE_OK)
+		out->kind = kinds_from_discovery(doc.data, doc.len, ri->resource);
+	buf_free(&path);
+	buf_free(&doc);
+}
+
+void local_kind_free(struct local_kind *k)
+{
+	free(k->kind);
+	free(k->api_version);
+	memset(k, 0, sizeof *k);
+}
+
+int local_append_object(struct buf *out, const char *obj, size_t len, const struct local_kind *k)
+{
+	struct kube_meta m;
+	bool has_kind = kube_meta_parse(obj, len, &m) == 0 && m.kind && m.api_version;
+	kube_meta_free(&m);
+	const char *brace = memchr(obj, '{', len);
+	if (has_kind || !k->kind || !brace)
+		return buf_append(out, obj, len);
+	/* insert right after the opening brace; "{}" needs no comma */
+	const char *rest = brace + 1;
+	size_t rest_len = len - (size_t)(rest - obj);
+	const char *p = rest;
+	while (p < obj + len && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+		p++;
+	bool empty = p < obj + len && *p == '}';
+	int rc = buf_append(out, obj, (size_t)(rest - obj));
+	rc = rc ? rc : buf_append_str(out, "\"kind\":");
+	rc = rc ? rc : buf_append_json_str(out, k->kind, strlen(k->kind));
+	rc = rc ? rc : buf_append_str(out, ",\"apiVersion\":");
+	rc = rc ? rc : buf_append_json_str(out, k->api_version, strlen(k->api_version));
+	rc = rc ? rc : buf_append_str(out, empty ? "" : ",");
+	return rc ? rc : buf_append(out, rest, rest_len);
+}
+
+/* Find the cached object of req in its own component's cache, or another's:
+ * 0 with the bytes in out and the component in *where (malloc'ed). */
+static int find_object(struct hub *h, struct request *req, struct buf *out, char **where)
+{
+	struct component_list comps;
+	*where = NULL;
+	if (local_components(h, req->component, &comps) < 0)
+		return -1;
+	int rc = -1;
+	for (size_t i = 0; i < comps.n && rc < 0; i++) {
+		struct store_key k;
+		if (cache_object_key(h->store, comps.v[i], &req->ri, req->ri.namespace,
+				     req->ri.name, &k) != STORE_OK)
+			continue;
+		buf_reset(out);
+		if (store_get(h->store, &k, out) == STORE_OK && (*where = strdup(comps.v[i])))
+			rc = 0;
+		store_key_free(&k);
+	}
+	local_components_free(&comps);
+	return rc;
+}
+
+static enum MHD_Result not_cached(struct request *req, struct MHD_Connection *c)
+{
+	struct buf msg = BUF_INIT;
+	buf_printf(&msg, "%s \"%s\" not found (the cloud is unreachable and the hub has no copy)",
+		   req->ri.resource, req->ri.name);
+	struct buf details = BUF_INIT;
+	buf_append_str(&details, "{\"name\":");
+	buf_append_json_str(&details, req->ri.name, strlen(req->ri.name));
+	buf_append_str(&details, ",\"group\":");
+	buf_append_json_str(&details, req->ri.api_group, strlen(req->ri.api_group));
+	buf_append_str(&details, ",\"kind\":");
+	buf_append_json_str(&details, req->ri.resource, strlen(req->ri.resource));
+	buf_append_str(&details, "}");
+	req->status = 404;
+	enum MHD_Result r = respond_queue(
+	    c, 404, respond_status(404, "NotFound", buf_cstr(&msg), buf_cstr(&details)));
+	buf_free(&msg);
+	buf_free(&details);
+	return r;
+}
+
+/* ---- get ---- */
+
+static enum MHD_Result local_get(struct hub *h, struct MHD_Connection *c, struct request *req)
+{
+	struct buf obj = BUF_INIT, out = BUF_INIT;
+	char *where = NULL;
+	if (find_object(h, req, &obj, &where) < 0) {
+		buf_free(&obj);
+		return not_cached(req, c);
+	}
+	struct local_kind k;
+	local_kind_of(h, req, &k);
+	int rc = local_append_object(&out, obj.data, obj.len, &k);
+	local_kind_free(&k);
+	buf_free(&obj);
+	free(where);
+	if (rc < 0) {
+		buf_free(&out);
+		return MHD_NO;
+	}
+	return answer_json(req, c, 200, &out);
+}
+
+/* ---- writes ---- */
+
+static bool is_event(const struct request_info *ri)
+{
+	return !strcmp(ri->resource, "events") &&
+	       (!*ri->api_group || !strcmp(ri->api_group, "events.k8s.io"));
+}
+
+/* JWTs use base64url without padding. */
+static void append_b64url(struct buf *out, const void *data, size_t len)
+{
+	size_t start = out->len;
+	base64_encode(data, len, out);
+	size_t w = start;
+	for (size_t r = start; r < out->len; r++) {
+		char ch = out->data[r];
+		if (ch == '=')
+			continue;
+		out->data[w++] = ch == '+' ? '-' : ch == '/' ? '_' : ch;
+	}
+	out->len = w;
+	if (out->data)
+		out->data[w] = '\0';
+}
+
+/* TokenRequest offline: a token that says so, valid for a minute, like the
+ * Go YurtHub's; nobody can verify it, and the cloud is not there to ask. */
+static enum MHD_Result fake_token(struct request *req, struct MHD_Connection *c)
+{
+	json_t *tr = json_loadb(buf_cstr(&req->body), req->body.len, 0, NULL);
+	if (!json_is_object(tr)) {
+		json_decref(tr);
+		return local_status(req, c, 400, "the TokenRequest does not parse");
+	}
+	time_t exp = time(NULL) + 60;
+	char stamp[32];
+	struct tm tm;
+	gmtime_r(&exp, &tm);
+	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	struct buf claims = BUF_INIT, token = BUF_INIT;
+	buf_printf(&claims,
+		   "{\"iss\":\"yurthub\",\"sub\":\"system:serviceaccount:%s:%s\",\"exp\":%lld}",
+		   req->ri.namespace, req->ri.name, (long long)exp);
+	buf_append_str(&token, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.");
+	append_b64url(&token, claims.data, claims.len);
+	unsigned char mac[32];
+	const char key[] = "yurthub-offline";
+	gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, sizeof key - 1, token.data, token.len, mac);
+	buf_append_char(&token, '.');
+	append_b64url(&token, mac, sizeof mac);
+	json_t *status =
+	    json_pack("{s:s, s:s}", "token", buf_cstr(&token), "expirationTimestamp", stamp);
+	json_object_set_new(tr, "status", status);
+	char *text = json_dumps(tr, JSON_COMPACT);
+	json_decref(tr);
+	buf_free(&claims);
+	buf_free(&token);
+	if (!text)
+		return MHD_NO;
+	req->status = 201;
+	return respond_queue(c, 201, respond_bytes(text, strlen(text), "application/json"));
+}
+
+static enum MHD_Result local_create(struct hub *h, struct MHD_Connection *c, struct request *req)
+{
+	const struct request_info *ri = &req->ri;
+	if (!strcmp(ri->resource, "serviceaccounts") && !strcmp(ri->subresource, "token"))
+		return fake_token(req, c);
+	if (*ri->subresource)
+		return local_status(req, c, 503,
+				    "this request needs the cloud, which is unreachable");
+	const char *ct = server_header(c, MHD_HTTP_HEADER_CONTENT_TYPE);
+	if (is_event(ri) && h->outbox) {
+		int rc =
+		    outbox_add(h->outbox, req->raw_uri, ct, buf_cstr(&req->body), req->body.len);
+		if (rc < 0)
+			log_warn("offline event for %s not kept: %s", req->raw_uri, strerror(-rc));
+	}
+	/* The answer echoes what the client sent, as the Go YurtHub does. */
+	struct buf echo = BUF_INIT;
+	if (buf_append(&echo, buf_cstr(&req->body), req->body.len) < 0)
+		return MHD_NO;
+	req->status = 201;
+	size_t len = echo.len;
+	return respond_queue(c, 201,
+			     respond_bytes(buf_steal(&echo), len, ct ? ct : "application/json"));
+}
+
+/* The new content of an update/patch of old; 0 or an HTTP error code. */
+static int updated_object(struct MHD_Connection *c, struct request *req, const char *old,
+			  size_t old_len, struct buf *out, char **why)
+{
+	const char *body = buf_cstr(&req->body);
+	if (req->ri.verb == VERB_PATCH) {
+		enum patch_type t = patch_type_of(server_header(c, MHD_HTTP_HEADER_CONTENT_TYPE));
+		if (t == PATCH_UNSUPPORTED) {
+			*why = strdup("this patch type needs the cloud, which is unreachable");
+			return 415;
+		}
+		return patch_apply(t, old, old_len, body, req->body.len, out, why) < 0 ? 422 : 0;
+	}
+	json_t *o = json_loadb(old, old_len, 0, NULL),
+	       *n = json_loadb(body, req->body.len, 0, NULL);
+	int code = 0;
+	if (!json_is_object(o) || !json_is_object(n)) {
+		*why = strdup("the object does not parse");
+		code = 400;
+	} else if (!strcmp(req->ri.subresource, "status")) {
+		/* a status update changes the status only */
+		json_t *st = json_object_get(n, "status");
+		if (st)
+			json_object_set(o, "status", st);
+		char *text = json_dumps(o, JSON_COMPACT);
+		code = text && buf_append_str(out, text) == 0 ? 0 : 500;
+		free(text);
+	} else {
+		code = buf_append(out, body, req->body.len) == 0 ? 0 : 500;
+	}
+	json_decref(o);
+	json_decref(n);
+	return code;
+}
+
+static enum MHD_Result local_write(struct hub *h, struct MHD_Connection *c, struct request *req)
+{
+	if (*req->ri.subresource && strcmp(req->ri.subresource, "status"))
+		return local_status(req, c, 503,
+				    "this request needs the cloud, which is unreachable");
+	struct buf old = BUF_INIT, upd = BUF_INIT;
+	char *where = NULL, *why = NULL;
+	if (find_object(h, req, &old, &where) < 0) {
+		buf_free(&old);
+		return not_cached(req, c);
+	}
+	struct kube_meta om, nm;
+	kube_meta_parse(old.data, old.len, &om);
+	int code = updated_object(c, req, old.data, old.len, &upd, &why);
+	if (code == 0 && kube_meta_parse(upd.data, upd.len, &nm) == 0) {
+		/* optimistic concurrency, as the API server: an update made from an
+		 * older copy than the one cached is a conflict */
+		if (req->ri.verb == VERB_UPDATE && nm.resource_version && *nm.resource_version &&
+		    nm.rv != om.rv) {
+			code = 409;
+			why =
+			    strdup("the object has been modified; apply your changes to the latest "
+				   "version and try again");
+		}
+		kube_meta_free(&nm);
+	} else if (code == 0) {
+		code = 422;
+		why = strdup("the result is not an object");
+	}
+	if (code == 0) {
+		/* The resourceVersion stays: a made-up one could be newer than the
+		 * cloud's next and block the real object at the next relist. */
+		const char *comp =
+		    cache_agents_has(&h->agents, req->component) ? req->component : where;
+		struct store_key k;
+		enum store_err e =
+		    cache_object_key(h->store, comp, &req->ri, req->ri.namespace, req->ri.name, &k);
+		if (e == STORE_OK) {
+			e = store_update(h->store, &k, upd.data, upd.len, om.rv, NULL);
+			if (e == STORE_NOT_FOUND)
+				e = store_create(h->store, &k, upd.data, upd.len);
+			store_key_free(&k);
+		}
+		if (e != STORE_OK)
+			log_warn("offline %s of %s not stored: %s", request_info_verb(&req->ri),
+				 req->raw_uri, store_strerror(e));
+	}
+	kube_meta_free(&om);
+	enum MHD_Result r;
+	if (code) {
+		r = local_status(req, c, code, why ? why : "the update cannot be applied");
+	} else {
+		struct buf out = BUF_INIT;
+		struct local_kind k;
+		local_kind_of(h, req, &k);
+		local_append_object(&out, upd.data, upd.len, &k);
+		local_kind_free(&k);
+		r = answer_json(req, c, 200, &out);
+	}
+	free(why);
+	free(where);
+	buf_free(&old);
+	buf_free(&upd);
+	return r;
+}
+
+/* ---- non-resource requests ---- */
+
+static const char *aggregated_type(const char *doc, size_t len)
+{
+	/* the document says which version of aggregated discovery it is */
+	if (memmem(doc, len, "\"apidiscovery.k8s.io/v2beta1\"", 29))
+		return "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+	return "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+}
+
+static enum MHD_Result local_nonresource(struct hub *h, struct MHD_Connection *c,
+					 struct request *req)
+{
+	const char *path = req->ri.path;
+	if (!strcmp(path, "/healthz") || !strncmp(path, "/healthz/", 9) ||
+	    !strcmp(path, "/livez") || !strncmp(path, "/livez/", 7) || !strcmp(path, "/readyz") ||
+	    !strncmp(path, "/readyz/", 8)) {
+		req->status = 200;
+		return respond_queue(c, 200, respond_bytes(strdup("ok"), 2, "text/plain"));
+	}
+	if (strcmp(req->ri.method, "GET"))
+		return local_status(req, c, 503,
+				    "this request needs the cloud, which is unreachable");
+	struct buf doc = BUF_INIT;
+	const char *accept = server_header(c, MHD_HTTP_HEADER_ACCEPT);
+	bool agg_ok = accept && strstr(accept, "as=APIGroupDiscoveryList") &&
+		      (!strcmp(path, "/api") || !strcmp(path, "/apis"));
+	if (agg_ok) {
+		struct buf apath = BUF_INIT;
+		buf_printf(&apath, "/aggregated-discovery%s", path);
+		enum store_err e = store_get_cluster_info(h->store, apath.data, &doc);
+		buf_free(&apath);
+		if (e == STORE_OK) {
+			req->status = 200;
+			size_t len = doc.len;
+			const char *type = aggregated_type(doc.data, doc.len);
+			return respond_queue(c, 200, respond_bytes(buf_steal(&doc), len, type));
+		}
+	}
+	if (store_get_cluster_info(h->store, path, &doc) == STORE_OK)
+		return answer_json(req, c, 200, &doc);
+	buf_free(&doc);
+	return local_status(req, c, 404, "not cached, and the cloud is unreachable");
+}
+
+/* ---- dispatch ---- */
 
 enum MHD_Result local_answer(struct hub *h, struct MHD_Connection *c, struct request *req)
 {
-	(void)h;
-	req->status = 503;
-	return respond_queue(
-	    c, 503, respond_status(503, NULL, "the cloud's API servers cannot be reached", NULL));
+	const struct request_info *ri = &req->ri;
+	if (!ri->is_resource)
+		return local_nonresource(h, c, req);
+	const char *accept = server_header(c, MHD_HTTP_HEADER_ACCEPT);
+	if (accept && !cache_accept_for(accept) && !strstr(accept, "as=Table"))
+		return local_status(req, c, 406,
+				    "only JSON can be served while the cloud is unreachable");
+	switch (ri->verb) {
+	case VERB_GET:
+		if (*ri->subresource && strcmp(ri->subresource, "status"))
+			return local_status(req, c, 503,
+					    "this request needs the cloud, which is unreachable");
+		return local_get(h, c, req);
+	case VERB_LIST:
+		return local_list(h, c, req);
+	case VERB_WATCH:
+		return local_watch(h, c, req);
+	case VERB_CREATE:
+		return local_create(h, c, req);
+	case VERB_UPDATE:
+	case VERB_PATCH:
+		return local_write(h, c, req);
+	case VERB_DELETE:
+	case VERB_DELETECOLLECTION: {
+		req->status = 403;
+		struct buf details = BUF_INIT;
+		buf_append_str(&details, "{\"name\":");
+		buf_append_json_str(&details, ri->name, strlen(ri->name));
+		buf_append_str(&details, ",\"kind\":");
+		buf_append_json_str(&details, ri->resource, strlen(ri->resource));
+		buf_append_str(&details, "}");
+		enum MHD_Result r = respond_queue(
+		    c, 403,
+		    respond_status(403, "Forbidden",
+				   "delete request is not supported while the cloud is unreachable",
+				   buf_cstr(&details)));
+		buf_free(&details);
+		return r;
+	}
+	default:
+		return local_status(req, c, 503,
+				    "this request needs the cloud, which is unreachable");
+	}
 }

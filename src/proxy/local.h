@@ -1,16 +1,68 @@
 /*
  * local.h - answering from the store when the cloud cannot be reached
- * (DESIGN.md §4.6).
+ * (DESIGN.md §4.6), as the API server would:
+ *
+ *   get          the cached object (kind/apiVersion filled in), or 404
+ *   list         from a cached view that covers the request (same or wider
+ *                namespace; same selector, or an unfiltered view), with the
+ *                request's selectors evaluated, limit/continue honoured and the
+ *                view's resourceVersion; never listed: 404; listed empty: []
+ *   watch        200 chunked; initial ADDED events when asked for (rv 0/unset,
+ *                sendInitialEvents), the initial-events-end bookmark, bookmark
+ *                heartbeats; ends at timeoutSeconds, and within 2 s after the
+ *                cloud is back so that clients re-list from it
+ *   create       201 echoing the object; Events are kept to be sent later
+ *   update/patch applied to the cached object, 200
+ *   delete       403
+ *   discovery    from the cached documents
+ *
+ * A component that has no cache of its own for a request (kubectl, say) is
+ * answered from another component's cache: it is the same node's view.
  */
 #ifndef YURTHUB_PROXY_LOCAL_H
 #define YURTHUB_PROXY_LOCAL_H
 
 #include <microhttpd.h>
+#include <stdint.h>
+
+#include "storage/store.h"
+#include "util/buf.h"
 
 struct hub;
 struct request;
 
 /* Answer req from the store, as the API server would. */
 enum MHD_Result local_answer(struct hub *h, struct MHD_Connection *c, struct request *req);
+
+/* ---- shared by local.c and local_list.c ---- */
+
+/* The components to look in for req: its own first, then every other. */
+struct component_list {
+	char **v;
+	size_t n;
+};
+int local_components(struct hub *h, const char *own, struct component_list *out);
+void local_components_free(struct component_list *l);
+
+/* Kind and apiVersion of the request's resource ("Pod", "v1"); kind NULL
+ * when unknown.  Free with local_kind_free. */
+struct local_kind {
+	char *kind;
+	char *api_version;
+};
+void local_kind_of(struct hub *h, const struct request *req, struct local_kind *out);
+void local_kind_free(struct local_kind *k);
+
+/* Append obj to out, with kind/apiVersion added when it lacks them (objects
+ * cached from lists do). */
+int local_append_object(struct buf *out, const char *obj, size_t len, const struct local_kind *k);
+
+/* The Status answers. */
+enum MHD_Result local_status(struct request *req, struct MHD_Connection *c, int code,
+			     const char *message);
+
+/* Lists and watches: local_list.c. */
+enum MHD_Result local_list(struct hub *h, struct MHD_Connection *c, struct request *req);
+enum MHD_Result local_watch(struct hub *h, struct MHD_Connection *c, struct request *req);
 
 #endif

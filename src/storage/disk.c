@@ -708,6 +708,215 @@ static enum store_err disk_list_keys(struct store *s, const char *component,
 	return e;
 }
 
+/* ---- iterating a collection page by page ---- */
+
+struct disk_iter {
+	struct store_iter base;
+	struct disk_store *d;
+	struct store_key root;
+	/* every object under root, sorted by (namespace, name); namespaces are
+	 * interned, so each entry is one name and a pointer */
+	char **nss;
+	size_t nns;
+	struct iter_entry {
+		const char *ns;
+		char *name;
+	} * e;
+	size_t n, cap, next;
+	bool oom;
+	/* what iter_next hands out: fields point into the iterator */
+	struct store_key current;
+	/* the directory of the namespace being read, kept open: objects come
+	 * sorted by namespace, so a read is one openat of a plain name */
+	int dir_fd;
+	const char *dir_ns;
+};
+
+static const char *intern_ns(struct disk_iter *it, const char *ns)
+{
+	if (it->nns && !strcmp(it->nss[it->nns - 1], ns))
+		return it->nss[it->nns - 1]; /* the walk gives one namespace at a time */
+	char **v = realloc(it->nss, (it->nns + 1) * sizeof *v);
+	if (!v)
+		return NULL;
+	it->nss = v;
+	if (!(v[it->nns] = strdup(ns)))
+		return NULL;
+	return v[it->nns++];
+}
+
+static int collect_entry(void *ctx, const char *ns, const char *name, const char *path)
+{
+	(void)path;
+	struct disk_iter *it = ctx;
+	if (it->n == it->cap) {
+		size_t cap = it->cap ? it->cap * 2 : 256;
+		struct iter_entry *e = realloc(it->e, cap * sizeof *e);
+		if (!e) {
+			it->oom = true;
+			return 1;
+		}
+		it->e = e;
+		it->cap = cap;
+	}
+	const char *ins = intern_ns(it, ns ? ns : "");
+	char *nm = strdup(name);
+	if (!ins || !nm) {
+		free(nm);
+		it->oom = true;
+		return 1;
+	}
+	it->e[it->n++] = (struct iter_entry){ins, nm};
+	return 0;
+}
+
+static void disk_iter_free(struct store_iter *base)
+{
+	struct disk_iter *it = (struct disk_iter *)base;
+	if (!it)
+		return;
+	for (size_t i = 0; i < it->n; i++)
+		free(it->e[i].name);
+	for (size_t i = 0; i < it->nns; i++)
+		free(it->nss[i]);
+	free(it->e);
+	free(it->nss);
+	store_key_free(&it->root);
+	if (it->dir_fd >= 0)
+		close(it->dir_fd);
+	free(it);
+}
+
+/* Is (ns, name) after "ns/name"?  A start without '/' is a name within one
+ * namespace (or of a cluster-scoped resource): names alone are compared. */
+static bool after_start(const char *ns, const char *name, const char *start)
+{
+	const char *slash = strchr(start, '/');
+	if (!slash)
+		return strcmp(name, start) > 0;
+	size_t nslen = (size_t)(slash - start);
+	int c = strncmp(ns, start, nslen);
+	if (c == 0 && strlen(ns) != nslen)
+		c = strlen(ns) > nslen ? 1 : -1;
+	if (c != 0)
+		return c > 0;
+	return strcmp(name, slash + 1) > 0;
+}
+
+static enum store_err disk_iter_begin(struct store *s, const struct store_key *root,
+				      const char *start_after, struct store_iter **out)
+{
+	struct disk_store *d = disk_of(s);
+	*out = NULL;
+	if (!root || !root->path)
+		return STORE_EMPTY_KEY;
+	struct disk_iter *it = calloc(1, sizeof *it);
+	if (!it)
+		return STORE_NOMEM;
+	it->base.store = s;
+	it->d = d;
+	it->dir_fd = -1;
+	struct store_key_info info = {root->component, root->group,	root->version,
+				      root->resource,  root->namespace, root->name};
+	enum store_err e = key_build_disk(d->layout, &info, &it->root);
+	int rc = 0;
+	if (e == STORE_OK) {
+		/* names only, under the lock; the objects are read one by one */
+		char *resdir = key_resdir_path(root);
+		if (!resdir) {
+			e = STORE_NOMEM;
+		} else {
+			pthread_rwlock_t *rl =
+			    disk_res_lock(d, root->component, resdir_name(resdir));
+			pthread_rwlock_rdlock(rl);
+			rc = walk_collection(d->base_fd, root->path, root->namespace, collect_entry,
+					     it);
+			pthread_rwlock_unlock(rl);
+			free(resdir);
+		}
+	}
+	if (e == STORE_OK && (rc == -ENOENT || rc == -ENOTDIR))
+		e = STORE_NOT_FOUND;
+	else if (e == STORE_OK && (rc < 0 || it->oom))
+		e = it->oom ? STORE_NOMEM : store_fail_errno(rc);
+	if (e != STORE_OK) {
+		disk_iter_free(&it->base);
+		return e;
+	}
+	if (start_after && *start_after)
+		while (it->next < it->n &&
+		       !after_start(it->e[it->next].ns, it->e[it->next].name, start_after))
+			it->next++;
+	it->current = it->root;
+	it->current.is_root = 0;
+	*out = &it->base;
+	return STORE_OK;
+}
+
+/* Open the directory of namespace ns (relative to the root) for reading. */
+static int iter_enter(struct disk_iter *it, const char *ns)
+{
+	if (it->dir_fd >= 0 && it->dir_ns == ns)
+		return 0;
+	if (it->dir_fd >= 0)
+		close(it->dir_fd);
+	it->dir_fd = -1;
+	struct buf p = BUF_INIT;
+	int rc = *ns && !*it->root.namespace ? buf_printf(&p, "%s/%s", it->root.path, ns)
+					     : buf_append_str(&p, it->root.path);
+	if (rc < 0)
+		return -ENOMEM;
+	it->dir_fd = fs_open_dir_at(it->d->base_fd, p.data);
+	buf_free(&p);
+	if (it->dir_fd < 0) {
+		rc = it->dir_fd;
+		it->dir_fd = -1;
+		return rc;
+	}
+	it->dir_ns = ns;
+	return 0;
+}
+
+static enum store_err disk_iter_next(struct store_iter *base, const struct store_key **key,
+				     struct buf *out)
+{
+	struct disk_iter *it = (struct disk_iter *)base;
+	while (it->next < it->n) {
+		const struct iter_entry *e = &it->e[it->next++];
+		/* names this store would not have written are not objects */
+		if (!key_segment_ok(e->name, KEY_NAME_MAX) ||
+		    (*e->ns && !key_segment_ok(e->ns, KEY_NAME_MAX)))
+			continue;
+		int rc = iter_enter(it, e->ns);
+		if (rc == 0)
+			rc = fs_read_file_at(it->dir_fd, e->name, out, DISK_OBJECT_MAX);
+		if (rc == -ENOENT)
+			continue; /* removed meanwhile */
+		if (rc < 0)
+			return store_fail_errno(rc);
+		it->current.namespace = (char *)(*it->root.namespace ? it->root.namespace : e->ns);
+		it->current.name = e->name;
+		*key = &it->current;
+		return STORE_OK;
+	}
+	return STORE_NOT_FOUND;
+}
+
+static enum store_err disk_list_components(struct store *s, store_name_fn fn, void *ctx)
+{
+	struct disk_store *d = disk_of(s);
+	char **names = NULL;
+	size_t n = 0;
+	int rc = sorted_entries(d->base_fd, ".", true, &names, &n);
+	if (rc < 0)
+		return store_fail_errno(rc);
+	for (size_t i = 0; i < n; i++)
+		if (key_component_ok(names[i]) && fn(ctx, names[i]))
+			break;
+	free_names(names, n);
+	return STORE_OK;
+}
+
 /* ---- views ---- */
 
 static enum store_err view_identity(struct disk_store *d, const struct store_view *view,
@@ -976,6 +1185,10 @@ static const struct store_ops disk_ops = {
     .list_views = disk_list_views,
     .list_keys = disk_list_keys,
     .delete_component = disk_delete_component,
+    .list_components = disk_list_components,
+    .iter_begin = disk_iter_begin,
+    .iter_next = disk_iter_next,
+    .iter_free = disk_iter_free,
     .save_cluster_info = disk_save_cluster_info,
     .get_cluster_info = disk_get_cluster_info,
     .close = disk_close,

@@ -163,6 +163,28 @@ enum store_err store_delete_component(struct store *s, const char *component)
 	return s->ops->delete_component(s, component);
 }
 
+enum store_err store_list_components(struct store *s, store_name_fn fn, void *ctx)
+{
+	return s->ops->list_components(s, fn, ctx);
+}
+
+enum store_err store_iter_begin(struct store *s, const struct store_key *root,
+				const char *start_after, struct store_iter **out)
+{
+	return s->ops->iter_begin(s, root, start_after, out);
+}
+
+enum store_err store_iter_next(struct store_iter *it, const struct store_key **key, struct buf *out)
+{
+	return it->store->ops->iter_next(it, key, out);
+}
+
+void store_iter_free(struct store_iter *it)
+{
+	if (it)
+		it->store->ops->iter_free(it);
+}
+
 enum store_err store_save_cluster_info(struct store *s, const char *url_path, const char *data,
 				       size_t len)
 {

@@ -111,6 +111,14 @@ typedef int (*store_object_fn)(void *ctx, const struct store_key *key, const cha
 			       size_t len);
 typedef int (*store_key_fn)(void *ctx, const struct store_key *key);
 typedef int (*store_view_fn)(void *ctx, const struct store_view_state *view);
+typedef int (*store_name_fn)(void *ctx, const char *name);
+
+/* An iterator over the objects under a root key, in (namespace, name)
+ * order, for answers streamed a page at a time.  Backend-specific; starts
+ * with this. */
+struct store_iter {
+	struct store *store;
+};
 
 struct store;
 
@@ -144,6 +152,19 @@ struct store_ops {
 	enum store_err (*list_keys)(struct store *s, const char *component,
 				    const struct store_gvr *gvr, store_key_fn fn, void *ctx);
 	enum store_err (*delete_component)(struct store *s, const char *component);
+	/* Components that have anything cached. */
+	enum store_err (*list_components)(struct store *s, store_name_fn fn, void *ctx);
+	/* Objects under root, after the object "namespace/name" (or "name")
+	 * given as start_after (NULL or "": from the first).  iter_next gives
+	 * the next key (valid until the next call; only its namespace and name
+	 * describe the object) and the object's bytes in out (reset first),
+	 * STORE_NOT_FOUND at the end.  Objects written or
+	 * removed meanwhile may or may not be seen; none is seen twice. */
+	enum store_err (*iter_begin)(struct store *s, const struct store_key *root,
+				     const char *start_after, struct store_iter **out);
+	enum store_err (*iter_next)(struct store_iter *it, const struct store_key **key,
+				    struct buf *out);
+	void (*iter_free)(struct store_iter *it);
 	enum store_err (*save_cluster_info)(struct store *s, const char *url_path, const char *data,
 					    size_t len);
 	enum store_err (*get_cluster_info)(struct store *s, const char *url_path, struct buf *out);
@@ -183,6 +204,12 @@ enum store_err store_list_views(struct store *s, const char *component, const st
 enum store_err store_list_keys(struct store *s, const char *component, const struct store_gvr *gvr,
 			       store_key_fn fn, void *ctx);
 enum store_err store_delete_component(struct store *s, const char *component);
+enum store_err store_list_components(struct store *s, store_name_fn fn, void *ctx);
+enum store_err store_iter_begin(struct store *s, const struct store_key *root,
+				const char *start_after, struct store_iter **out);
+enum store_err store_iter_next(struct store_iter *it, const struct store_key **key,
+			       struct buf *out);
+void store_iter_free(struct store_iter *it);
 enum store_err store_save_cluster_info(struct store *s, const char *url_path, const char *data,
 				       size_t len);
 enum store_err store_get_cluster_info(struct store *s, const char *url_path, struct buf *out);

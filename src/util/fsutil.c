@@ -113,67 +113,65 @@ int fs_write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
+static int check_regular(const struct stat *st, size_t max)
+{
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	return (size_t)st->st_size > max ? -EFBIG : 0;
+}
+
+/* Read the whole of an open regular file into out, and close it.  Files of
+ * the cache never change once in place (they are renamed in whole), so the
+ * size fstat gives is the size: a read that has it all is the last one. */
 static int read_open_file(int fd, struct buf *out, size_t max, struct stat *stp)
 {
-	struct stat local;
-	struct stat *st_ptr = stp ? stp : &local;
-#define st (*st_ptr)
-	int rc = 0;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (S_ISDIR(st.st_mode)) {
-		rc = -EISDIR;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if ((size_t)st.st_size > max) {
-		rc = -EFBIG;
-		goto out;
-	}
+	struct stat local, *st = stp ? stp : &local;
+	int rc = fstat(fd, st) < 0 ? -errno : check_regular(st, max);
+	size_t size = rc == 0 ? (size_t)st->st_size : 0;
 	buf_reset(out);
-	if (buf_reserve(out, (size_t)st.st_size) < 0) {
+	if (rc == 0 && buf_reserve(out, size + 1) < 0)
 		rc = -ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		if (buf_reserve(out, 4096) < 0) {
+	while (rc == 0) {
+		if (out->len >= size && buf_reserve(out, 4096) < 0) {
 			rc = -ENOMEM;
-			goto out;
+			break;
 		}
 		ssize_t n = read(fd, out->data + out->len, out->cap - out->len - 1);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n < 0) {
-			if (errno == EINTR)
-				continue;
 			rc = -errno;
-			goto out;
-		}
-		if (n == 0)
 			break;
-		out->len += (size_t)n;
-		if (out->len > max) {
-			rc = -EFBIG;
-			goto out;
 		}
+		out->len += (size_t)n;
+		if (out->len > max)
+			rc = -EFBIG;
+		if (n == 0 || out->len == size)
+			break;
 	}
-	out->data[out->len] = '\0';
-out:
+	if (out->data)
+		out->data[out->len] = '\0';
 	close(fd);
 	return rc;
-#undef st
 }
 
 int fs_read_file_stat_at(int dirfd, const char *path, struct buf *out, size_t max, struct stat *st)
 {
+	int fd;
+	if (!strchr(path, '/') && strcmp(path, "..")) {
+		/* one segment: nothing to resolve on the way */
+		fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd < 0)
+			return errno == ELOOP ? -EINVAL : -errno;
+		return read_open_file(fd, out, max, st);
+	}
 	const char *last;
 	int pfd = fs_open_parent_at(dirfd, path, &last);
 	if (pfd < 0)
 		return pfd == -ELOOP ? -EINVAL : pfd;
-	int fd = openat(pfd, last, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	fd = openat(pfd, last, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	int err = errno;
 	close(pfd);
 	if (fd < 0)

@@ -494,6 +494,77 @@ static void test_replace_session_later_copy_wins(void **state)
 	assert_int_equal(stored_rv(s, "kubelet", "a", "other"), 8);
 }
 
+static char *iterate(struct store *s, const char *ns, const char *start)
+{
+	struct store_key_info info = {"kubelet", "", "v1", "pods", ns, ""};
+	struct store_key root;
+	assert_int_equal(store_key_build(s, &info, &root), STORE_OK);
+	struct store_iter *it;
+	struct buf seen = BUF_INIT, data = BUF_INIT;
+	enum store_err e = store_iter_begin(s, &root, start, &it);
+	store_key_free(&root);
+	if (e != STORE_OK)
+		return NULL;
+	const struct store_key *k;
+	while ((e = store_iter_next(it, &k, &data)) == STORE_OK) {
+		struct kube_meta m;
+		assert_int_equal(kube_meta_parse(data.data, data.len, &m), 0);
+		assert_string_equal(m.name, k->name);
+		kube_meta_free(&m);
+		buf_printf(&seen, "%s%s/%s", seen.len ? " " : "", k->namespace, k->name);
+	}
+	assert_int_equal(e, STORE_NOT_FOUND);
+	store_iter_free(it);
+	buf_free(&data);
+	return buf_steal(&seen);
+}
+
+static void test_iterate_in_order(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	assert_null(iterate(s, "", NULL)); /* nothing there yet */
+	put(s, "kubelet", "b", "p3", 3, NULL);
+	put(s, "kubelet", "a", "p2", 2, NULL);
+	put(s, "kubelet", "a", "p1", 1, NULL);
+	put(s, "kubelet", "ab", "p0", 1, NULL);
+	const struct {
+		const char *ns, *start, *want;
+	} cases[] = {
+	    {"", NULL, "a/p1 a/p2 ab/p0 b/p3"},
+	    {"", "a/p1", "a/p2 ab/p0 b/p3"},
+	    {"", "a/p2", "ab/p0 b/p3"},
+	    {"", "a/zzz", "ab/p0 b/p3"},
+	    {"", "b/p3", ""},
+	    {"a", NULL, "a/p1 a/p2"},
+	    {"a", "p1", "a/p2"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *got = iterate(s, cases[i].ns, cases[i].start);
+		assert_non_null(got);
+		assert_string_equal(got, cases[i].want);
+		free(got);
+	}
+}
+
+static int collect_name(void *ctx, const char *name)
+{
+	struct buf *b = ctx;
+	buf_printf(b, "%s%s", b->len ? " " : "", name);
+	return 0;
+}
+
+static void test_list_components(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	put(s, "kubelet", "a", "p1", 1, NULL);
+	put(s, "coredns", "a", "p2", 1, NULL);
+	struct buf names = BUF_INIT;
+	assert_int_equal(store_list_components(s, collect_name, &names), STORE_OK);
+	assert_non_null(strstr(names.data, "kubelet"));
+	assert_non_null(strstr(names.data, "coredns"));
+	buf_free(&names);
+}
+
 /* ---- component operations ---- */
 
 struct keys_seen {
@@ -678,6 +749,8 @@ int store_contract_run(struct contract_backend *b)
 	    cmocka_unit_test_setup_teardown(test_view_refuses_bad_names, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_session_abort, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_session_later_copy_wins, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_iterate_in_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_list_components, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_delete_component, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),

@@ -167,8 +167,13 @@ static void test_component_and_rules(void **state)
 	assert_string_equal(cache_accept_for(NULL), "application/json");
 	assert_string_equal(cache_accept_for("*/*"), "application/json");
 	assert_null(cache_accept_for("application/vnd.kubernetes.protobuf"));
-	assert_null(cache_accept_for("application/json;as=Table;v=v1;g=meta.k8s.io,"
-				     "application/json"));
+	/* kubectl's: a Table preferred, plain JSON accepted */
+	assert_string_equal(cache_accept_for("application/json;as=Table;v=v1;g=meta.k8s.io,"
+					     "application/json"),
+			    "application/json");
+	assert_null(cache_accept_for("application/json;as=Table;v=v1;g=meta.k8s.io"));
+	assert_null(cache_accept_for("application/json;as=PartialObjectMetadataList;v=v1;"
+				     "g=meta.k8s.io,application/json"));
 }
 
 static void test_list_becomes_view(void **state)
@@ -363,7 +368,18 @@ static void test_objects_and_discovery(void **state)
 	t = cache_tee_new(f->cm, CACHE_DISCOVERY, "kubectl", &vri, 200, "application/json", NULL);
 	cache_tee_feed(t, ver, strlen(ver));
 	cache_tee_end(t, true);
+	/* aggregated discovery is kept beside the plain document */
 	vri.path = "/apis";
+	const char *agg = "{\"kind\":\"APIGroupDiscoveryList\",\"apiVersion\":"
+			  "\"apidiscovery.k8s.io/v2\",\"items\":[]}";
+	t = cache_tee_new(f->cm, CACHE_DISCOVERY, "kubectl", &vri, 200,
+			  "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList",
+			  NULL);
+	assert_non_null(t);
+	cache_tee_feed(t, agg, strlen(agg));
+	cache_tee_end(t, true);
+	/* ...but aggregated formats are not taken for other paths */
+	vri.path = "/apis/apps/v1";
 	assert_null(cache_tee_new(
 	    f->cm, CACHE_DISCOVERY, "kubectl", &vri, 200,
 	    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList", NULL));
@@ -373,6 +389,11 @@ static void test_objects_and_discovery(void **state)
 	struct buf b = BUF_INIT;
 	assert_int_equal(store_get_cluster_info(f->s, "/version", &b), STORE_OK);
 	assert_string_equal(b.data, ver);
+	buf_reset(&b);
+	assert_int_equal(store_get_cluster_info(f->s, "/aggregated-discovery/apis", &b), STORE_OK);
+	assert_string_equal(b.data, agg);
+	buf_reset(&b);
+	assert_int_equal(store_get_cluster_info(f->s, "/apis", &b), STORE_NOT_FOUND);
 	buf_free(&b);
 	free(p);
 	free(made);

@@ -1,0 +1,604 @@
+/*
+ * local_list.c - offline lists and watches, streamed from the store a page
+ * at a time (never the whole collection in memory), see local.h.
+ *
+ * A list is answered from a view that covers it: the request's own
+ * component first, then any other; a view of the same or a wider namespace,
+ * with the same selectors, or none.  The request's selectors are evaluated
+ * on each cached object.  The list's metadata (resourceVersion, continue)
+ * is written after the items, once known: JSON has no order.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+
+#include "cache/manager.h"
+#include "hub.h"
+#include "kube/meta.h"
+#include "kube/selector.h"
+#include "proxy/local.h"
+#include "server/respond.h"
+#include "server/server.h"
+#include "util/base64.h"
+#include "util/log.h"
+
+#define CHUNK		 (64u << 10)
+#define BOOKMARK_SECONDS 30
+#define POLL_MS		 500
+
+/* ---- finding the view ---- */
+
+struct view_pick {
+	const char *ns, *ls, *fs; /* the request, canonical */
+	int best;
+	char *component;
+	uint64_t rv;
+	const char *current_component;
+};
+
+static int consider_view(void *ctx, const struct store_view_state *v)
+{
+	struct view_pick *p = ctx;
+	bool ns_ok = !*v->namespace || !strcmp(v->namespace, p->ns);
+	bool same_sel = !strcmp(v->label_selector, p->ls) && !strcmp(v->field_selector, p->fs);
+	bool unfiltered = !*v->label_selector && !*v->field_selector;
+	if (!ns_ok || (!same_sel && !unfiltered))
+		return 0;
+	/* the closest view is the freshest answer's source: exact namespace,
+	 * same selectors */
+	int score = 1 + (same_sel ? 2 : 0) + (!strcmp(v->namespace, p->ns) ? 1 : 0);
+	if (score > p->best) {
+		char *c = strdup(p->current_component);
+		if (c) {
+			free(p->component);
+			p->component = c;
+			p->best = score;
+			p->rv = v->rv;
+		}
+	}
+	return 0;
+}
+
+/* The component whose view covers req (malloc'ed) and the view's rv, or
+ * NULL when nobody's does. */
+static char *covering_view(struct hub *h, struct request *req, const char *ls, const char *fs,
+			   uint64_t *rv)
+{
+	struct component_list comps;
+	if (local_components(h, req->component, &comps) < 0)
+		return NULL;
+	struct view_pick p = {req->ri.namespace, ls, fs, 0, NULL, 0, NULL};
+	struct store_gvr gvr = {req->ri.api_group, req->ri.api_version, req->ri.resource};
+	for (size_t i = 0; i < comps.n && !p.component; i++) {
+		p.current_component = comps.v[i];
+		store_list_views(h->store, comps.v[i], &gvr, consider_view, &p);
+	}
+	local_components_free(&comps);
+	*rv = p.rv;
+	return p.component;
+}
+
+/* ---- what lists and watches share ---- */
+
+struct gen {
+	struct hub *h;
+	struct store_iter *it;
+	struct selector *ls, *fs;
+	struct local_kind kind;
+	uint64_t view_rv, max_rv;
+	struct buf out, data;
+	size_t off;
+	bool filtered;
+};
+
+static void gen_free(struct gen *g)
+{
+	store_iter_free(g->it);
+	selector_free(g->ls);
+	selector_free(g->fs);
+	local_kind_free(&g->kind);
+	buf_free(&g->out);
+	buf_free(&g->data);
+}
+
+/* Parse the request's selectors; 0, or -1 with *why set. */
+static int gen_selectors(struct gen *g, const struct request_info *ri, char **why)
+{
+	if (selector_parse(SELECTOR_LABEL, ri->label_selector, &g->ls, why) < 0 ||
+	    selector_parse(SELECTOR_FIELD, ri->field_selector, &g->fs, why) < 0)
+		return -1;
+	g->filtered = !selector_is_empty(g->ls) || !selector_is_empty(g->fs);
+	return 0;
+}
+
+/* Start iterating the component's objects of the request's collection. */
+static enum store_err gen_iter(struct gen *g, const char *component, const struct request_info *ri,
+			       const char *start_after)
+{
+	struct store_key_info info = {component,    ri->api_group, ri->api_version,
+				      ri->resource, ri->namespace, ""};
+	struct store_key root;
+	enum store_err e = store_key_build(g->h->store, &info, &root);
+	if (e != STORE_OK)
+		return e;
+	e = store_iter_begin(g->h->store, &root, start_after, &g->it);
+	store_key_free(&root);
+	return e;
+}
+
+/* The next cached object that matches the request: 1 (in g->data, key in
+ * *key), 0 at the end, -1 on error. */
+static int gen_next(struct gen *g, const struct store_key **key)
+{
+	if (!g->it)
+		return 0;
+	for (;;) {
+		enum store_err e = store_iter_next(g->it, key, &g->data);
+		if (e == STORE_NOT_FOUND)
+			return 0;
+		if (e != STORE_OK)
+			return -1;
+		if (!g->view_rv) {
+			/* a view with no rv (written by the Go YurtHub): the
+			 * list's rv is its newest object's, as YurtHub answers */
+			uint64_t rv = 0;
+			kube_meta_rv(g->data.data, g->data.len, &rv);
+			if (rv > g->max_rv)
+				g->max_rv = rv;
+		}
+		if (!g->filtered)
+			return 1;
+		if (!selector_may_match(g->ls, g->data.data, g->data.len) ||
+		    !selector_may_match(g->fs, g->data.data, g->data.len))
+			continue;
+		if (selector_match_json(g->ls, g->fs, g->data.data, g->data.len) == 1)
+			return 1;
+	}
+}
+
+static uint64_t gen_rv(const struct gen *g)
+{
+	return g->view_rv ? g->view_rv : g->max_rv;
+}
+
+/* Hand over produced bytes; 0 when there are none. */
+static ssize_t gen_take(struct gen *g, char *out, size_t max)
+{
+	size_t n = g->out.len - g->off;
+	if (!n)
+		return 0;
+	if (n > max)
+		n = max;
+	memcpy(out, g->out.data + g->off, n);
+	g->off += n;
+	if (g->off == g->out.len) {
+		buf_reset(&g->out);
+		g->off = 0;
+	}
+	return (ssize_t)n;
+}
+
+/* ---- lists ---- */
+
+enum list_state { LIST_HEAD, LIST_ITEMS, LIST_TAIL, LIST_DONE };
+
+struct list_gen {
+	struct gen g;
+	enum list_state state;
+	long limit, count;
+	bool more;
+	char *last; /* "ns/name" of the last item sent */
+};
+
+static int continue_token(struct buf *out, uint64_t rv, const char *start)
+{
+	struct buf raw = BUF_INIT;
+	int rc = buf_printf(&raw, "%llu\n%s", (unsigned long long)rv, start);
+	rc = rc ? rc : base64_encode(raw.data, raw.len, out);
+	buf_free(&raw);
+	return rc;
+}
+
+/* "rv\nns/name" in base64; 0 with *start malloc'ed, or -1. */
+static int parse_continue(const char *token, uint64_t *rv, char **start)
+{
+	struct buf raw = BUF_INIT;
+	*start = NULL;
+	if (base64_decode(token, strlen(token), &raw) < 0 || !raw.data) {
+		buf_free(&raw);
+		return -1;
+	}
+	char *nl = memchr(raw.data, '\n', raw.len);
+	int rc = -1;
+	if (nl && !memchr(raw.data, '\0', raw.len) &&
+	    kube_rv_parse(raw.data, (size_t)(nl - raw.data), rv) == 0) {
+		*start = strdup(nl + 1);
+		rc = *start ? 0 : -1;
+	}
+	buf_free(&raw);
+	return rc;
+}
+
+static int list_items(struct list_gen *l)
+{
+	const struct store_key *k;
+	while (l->g.out.len < CHUNK) {
+		int r = gen_next(&l->g, &k);
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			l->state = LIST_TAIL;
+			return 0;
+		}
+		if (l->limit > 0 && l->count == l->limit) {
+			l->more = true; /* k8s may give a continue whose next page is empty */
+			l->state = LIST_TAIL;
+			return 0;
+		}
+		if (buf_append_str(&l->g.out, l->count ? "," : "") < 0 ||
+		    buf_append(&l->g.out, l->g.data.data, l->g.data.len) < 0)
+			return -1;
+		l->count++;
+		free(l->last);
+		struct buf last = BUF_INIT;
+		if (*k->namespace)
+			buf_printf(&last, "%s/%s", k->namespace, k->name);
+		else
+			buf_append_str(&last, k->name);
+		l->last = buf_steal(&last);
+	}
+	return 0;
+}
+
+static int list_produce(struct list_gen *l)
+{
+	struct buf *o = &l->g.out;
+	switch (l->state) {
+	case LIST_HEAD: {
+		const char *kind = l->g.kind.kind ? l->g.kind.kind : "";
+		l->state = LIST_ITEMS;
+		return buf_printf(o, "{\"kind\":\"%sList\",\"apiVersion\":", kind) < 0 ||
+			       buf_append_json_str(o, l->g.kind.api_version,
+						   strlen(l->g.kind.api_version)) < 0 ||
+			       buf_append_str(o, ",\"items\":[") < 0
+			   ? -1
+			   : 0;
+	}
+	case LIST_ITEMS:
+		return list_items(l);
+	case LIST_TAIL: {
+		l->state = LIST_DONE;
+		int rc = buf_printf(o, "],\"metadata\":{\"resourceVersion\":\"%llu\"",
+				    (unsigned long long)gen_rv(&l->g));
+		if (rc == 0 && l->more && l->last) {
+			rc = buf_append_str(o, ",\"continue\":\"");
+			rc = rc ? rc : continue_token(o, gen_rv(&l->g), l->last);
+			rc = rc ? rc : buf_append_str(o, "\"");
+		}
+		return rc ? rc : buf_append_str(o, "}}\n");
+	}
+	default:
+		return 0;
+	}
+}
+
+static ssize_t list_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct list_gen *l = cls;
+	for (;;) {
+		ssize_t n = gen_take(&l->g, out, max);
+		if (n > 0)
+			return n;
+		if (l->state == LIST_DONE)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (list_produce(l) < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+}
+
+static void list_free(void *cls)
+{
+	struct list_gen *l = cls;
+	gen_free(&l->g);
+	free(l->last);
+	free(l);
+}
+
+static enum MHD_Result bad_selector(struct request *req, struct MHD_Connection *c, char *why)
+{
+	enum MHD_Result r = local_status(req, c, 400, why ? why : "invalid selector");
+	free(why);
+	return r;
+}
+
+static enum MHD_Result never_listed(struct request *req, struct MHD_Connection *c)
+{
+	/* Not an empty list: "empty" would tell a kubelet that its pods are
+	 * gone.  NotFound makes the client retry until the cloud is back. */
+	struct buf msg = BUF_INIT;
+	buf_printf(&msg, "%s: this list was never cached, and the cloud is unreachable",
+		   req->ri.resource);
+	enum MHD_Result r = local_status(req, c, 404, buf_cstr(&msg));
+	buf_free(&msg);
+	return r;
+}
+
+/* Canonical selectors of the request; 0 or -1 with *why. */
+static int canonical_selectors(const struct request_info *ri, char **ls, char **fs, char **why)
+{
+	*ls = *fs = NULL;
+	if (selector_canonicalize(SELECTOR_LABEL, ri->label_selector, ls, why) < 0 ||
+	    selector_canonicalize(SELECTOR_FIELD, ri->field_selector, fs, why) < 0) {
+		free(*ls);
+		*ls = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+enum MHD_Result local_list(struct hub *h, struct MHD_Connection *c, struct request *req)
+{
+	const struct request_info *ri = &req->ri;
+	char *ls = NULL, *fs = NULL, *why = NULL, *start = NULL;
+	if (canonical_selectors(ri, &ls, &fs, &why) < 0)
+		return bad_selector(req, c, why);
+	uint64_t view_rv = 0, token_rv = 0;
+	char *component = covering_view(h, req, ls, fs, &view_rv);
+	free(ls);
+	free(fs);
+	if (!component)
+		return never_listed(req, c);
+	if (*ri->continue_token && parse_continue(ri->continue_token, &token_rv, &start) < 0) {
+		free(component);
+		return local_status(req, c, 400, "invalid continue token");
+	}
+	struct list_gen *l = calloc(1, sizeof *l);
+	if (!l) {
+		free(component);
+		free(start);
+		return MHD_NO;
+	}
+	l->g.h = h;
+	l->g.view_rv = token_rv ? token_rv : view_rv;
+	l->limit = ri->limit;
+	local_kind_of(h, req, &l->g.kind);
+	enum store_err e = STORE_OK;
+	if (gen_selectors(&l->g, ri, &why) < 0) {
+		free(component);
+		free(start);
+		list_free(l);
+		return bad_selector(req, c, why);
+	}
+	e = gen_iter(&l->g, component, ri, start);
+	free(component);
+	free(start);
+	if (e != STORE_OK && e != STORE_NOT_FOUND) {
+		list_free(l);
+		return local_status(req, c, 500, store_strerror(e));
+	}
+	/* a view whose objects are all gone (listed empty): an empty list */
+	struct MHD_Response *r =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK, list_read, l, list_free);
+	if (!r) {
+		list_free(l);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	req->status = 200;
+	return respond_queue(c, 200, r);
+}
+
+/* ---- watches ---- */
+
+enum watch_state { WATCH_INITIAL, WATCH_INITIAL_END, WATCH_IDLE, WATCH_DONE };
+
+struct watch_gen {
+	struct gen g;
+	enum watch_state state;
+	bool initial_end, bookmarks;
+	struct timespec deadline, next_bookmark;
+	int client_fd;
+};
+
+static void in_seconds(struct timespec *t, long s)
+{
+	clock_gettime(CLOCK_MONOTONIC, t);
+	t->tv_sec += s;
+}
+
+static bool reached(const struct timespec *t)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static int bookmark(struct watch_gen *w, bool initial_end)
+{
+	struct buf *o = &w->g.out;
+	int rc = buf_append_str(o, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":");
+	const char *kind = w->g.kind.kind ? w->g.kind.kind : "";
+	rc = rc ? rc : buf_append_json_str(o, kind, strlen(kind));
+	rc = rc ? rc : buf_append_str(o, ",\"apiVersion\":");
+	rc = rc ? rc : buf_append_json_str(o, w->g.kind.api_version, strlen(w->g.kind.api_version));
+	rc = rc ? rc
+		: buf_printf(o, ",\"metadata\":{\"resourceVersion\":\"%llu\"%s}}}\n",
+			     (unsigned long long)gen_rv(&w->g),
+			     initial_end
+				 ? ",\"annotations\":{\"k8s.io/initial-events-end\":\"true\"}"
+				 : "");
+	in_seconds(&w->next_bookmark, BOOKMARK_SECONDS);
+	return rc;
+}
+
+static int initial_events(struct watch_gen *w)
+{
+	const struct store_key *k;
+	while (w->g.out.len < CHUNK) {
+		int r = gen_next(&w->g, &k);
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			w->state = WATCH_INITIAL_END;
+			return 0;
+		}
+		if (buf_append_str(&w->g.out, "{\"type\":\"ADDED\",\"object\":") < 0 ||
+		    local_append_object(&w->g.out, w->g.data.data, w->g.data.len, &w->g.kind) < 0 ||
+		    buf_append_str(&w->g.out, "}\n") < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static bool client_left(int fd)
+{
+	if (fd < 0)
+		return false;
+	struct pollfd p = {fd, POLLIN | POLLRDHUP, 0};
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	char ch;
+	ssize_t n = recv(fd, &ch, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
+/* Wait for the next thing to say; WATCH_DONE when the watch is over. */
+static int idle(struct watch_gen *w)
+{
+	struct hub *h = w->g.h;
+	for (;;) {
+		if (atomic_load(&h->stopping) || upstream_any_healthy(&h->upstream) ||
+		    reached(&w->deadline)) {
+			/* the cloud is back: clients must re-list from it */
+			w->state = WATCH_DONE;
+			return 0;
+		}
+		if (w->bookmarks && reached(&w->next_bookmark))
+			return bookmark(w, false);
+		struct pollfd p = {w->client_fd, POLLIN | POLLRDHUP, 0};
+		int n = poll(&p, w->client_fd >= 0 ? 1 : 0, POLL_MS);
+		if (n > 0 && client_left(w->client_fd)) {
+			w->state = WATCH_DONE;
+			return 0;
+		}
+		if (n > 0)
+			w->client_fd = -1; /* bytes to read (TLS, pipelining): stop looking */
+	}
+}
+
+static int watch_produce(struct watch_gen *w)
+{
+	switch (w->state) {
+	case WATCH_INITIAL:
+		return initial_events(w);
+	case WATCH_INITIAL_END:
+		w->state = WATCH_IDLE;
+		if (w->initial_end || w->bookmarks)
+			return bookmark(w, w->initial_end);
+		return 0;
+	case WATCH_IDLE:
+		return idle(w);
+	default:
+		return 0;
+	}
+}
+
+static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	(void)pos;
+	struct watch_gen *w = cls;
+	for (;;) {
+		ssize_t n = gen_take(&w->g, out, max);
+		if (n > 0)
+			return n;
+		if (w->state == WATCH_DONE)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		if (watch_produce(w) < 0)
+			return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+}
+
+static void watch_free(void *cls)
+{
+	struct watch_gen *w = cls;
+	atomic_fetch_sub(&w->g.h->metrics.open_watches, 1);
+	gen_free(&w->g);
+	free(w);
+}
+
+static bool wants_initial_events(const struct request_info *ri)
+{
+	if (ri->send_initial_events_set)
+		return ri->send_initial_events;
+	return !*ri->resource_version || !strcmp(ri->resource_version, "0");
+}
+
+static long watch_seconds(const struct request_info *ri, int min_timeout)
+{
+	if (ri->timeout_seconds > 0)
+		return ri->timeout_seconds;
+	/* as kube-apiserver: a random time in [min, 2 min), so that clients do
+	 * not all come back at once */
+	static _Thread_local unsigned int seed;
+	if (!seed)
+		seed = (unsigned int)time(NULL) ^ (unsigned int)(uintptr_t)&seed;
+	long span = min_timeout > 0 ? min_timeout : 1;
+	return min_timeout + (long)(rand_r(&seed) % span);
+}
+
+enum MHD_Result local_watch(struct hub *h, struct MHD_Connection *c, struct request *req)
+{
+	const struct request_info *ri = &req->ri;
+	char *ls = NULL, *fs = NULL, *why = NULL;
+	if (canonical_selectors(ri, &ls, &fs, &why) < 0)
+		return bad_selector(req, c, why);
+	uint64_t view_rv = 0;
+	char *component = covering_view(h, req, ls, fs, &view_rv);
+	free(ls);
+	free(fs);
+	bool initial = wants_initial_events(ri);
+	/* Initial events from a view never listed would say "there is nothing":
+	 * refuse instead.  A watch from a known rv needs no cached view. */
+	if (initial && !component)
+		return never_listed(req, c);
+	struct watch_gen *w = calloc(1, sizeof *w);
+	if (!w) {
+		free(component);
+		return MHD_NO;
+	}
+	atomic_fetch_add(&h->metrics.open_watches, 1);
+	w->g.h = h;
+	w->g.view_rv = view_rv;
+	w->initial_end = ri->send_initial_events_set && ri->send_initial_events;
+	w->bookmarks = ri->allow_watch_bookmarks;
+	w->state = initial ? WATCH_INITIAL : WATCH_INITIAL_END;
+	w->client_fd = server_client_fd(c);
+	in_seconds(&w->deadline, watch_seconds(ri, h->cfg->min_request_timeout));
+	local_kind_of(h, req, &w->g.kind);
+	enum store_err e = STORE_OK;
+	if (gen_selectors(&w->g, ri, &why) < 0) {
+		free(component);
+		watch_free(w);
+		return bad_selector(req, c, why);
+	}
+	if (initial)
+		e = gen_iter(&w->g, component, ri, NULL);
+	free(component);
+	if (e != STORE_OK && e != STORE_NOT_FOUND) {
+		watch_free(w);
+		return local_status(req, c, 500, store_strerror(e));
+	}
+	struct MHD_Response *r =
+	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK, watch_read, w, watch_free);
+	if (!r) {
+		watch_free(w);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	req->status = 200;
+	return respond_queue(c, 200, r);
+}
