@@ -18,7 +18,7 @@ SUITES="
 tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_key
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_stream tests/test_cache tests/test_requestinfo
-tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/contract_disk
+tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/test_outbox tests/contract_disk
 tests/crash_test
 script:tests/cli/test_cli.sh
 py:tests/double/selftest.sh

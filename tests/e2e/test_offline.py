@@ -171,6 +171,23 @@ def test_node(t, double, hub):
             json.loads(body).get("reason") == "NotFound", body[:200])
     s, _, body = hub_get(hub, "/api/v1/configmaps", KUBELET)
     t.check("offline: a list never cached is 404, not an empty list", s == 404, body[:200])
+    # paging offline: limit and continue walk the same answer
+    pages, token, rounds = [], "", 0
+    while rounds < 20:
+        rounds += 1
+        path = "/api/v1/services?limit=1" + ("&continue=" + token if token else "")
+        s, _, body = hub_get(hub, path, COREDNS)
+        doc = json.loads(body)
+        pages.append(summary(body) if doc["items"] else {})
+        token = doc["metadata"].get("continue", "")
+        if not token:
+            break
+    merged = {}
+    for p in pages:
+        merged.update(p)
+    t.check("offline: limit=1 pages (%d) give the whole list" % len(pages),
+            merged == online["coredns services"] and all(len(p) <= 1 for p in pages),
+            "%s vs %s" % (merged, online["coredns services"]))
     # an offline watch from the list's rv: open, quiet, with a bookmark heartbeat
     sock, head, rest = open_watch(hub, READS[0][2] + "&watch=true&allowWatchBookmarks=true"
                                   "&resourceVersion=" + rv, KUBELET)
