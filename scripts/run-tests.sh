@@ -20,6 +20,7 @@ tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_stream tests/test_cache tests/test_requestinfo
 tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/test_outbox tests/contract_disk
 tests/crash_test
+tests/test_etcd_client tests/contract_etcd tests/test_etcd_store tests/test_etcd_pool tests/etcd_crash
 script:tests/cli/test_cli.sh
 py:tests/double/selftest.sh
 py:tests/e2e/test_online.py

@@ -19,20 +19,35 @@
 #include "proxy/outbox.h"
 #include "server/server.h"
 #include "storage/disk.h"
+#include "storage/etcd.h"
 #include "util/log.h"
 #include "version.h"
 
 #define CACHE_WORKERS 2
 
+static const char *nonempty(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
 static struct store *open_store(const struct config *cfg)
 {
-	if (cfg->storage != STORAGE_DISK) {
-		log_error("storage backend %s is not available in this build", cfg->storage_name);
-		return NULL;
-	}
 	char *err = NULL;
-	struct disk_recovery_report rep;
-	struct store *s = disk_store_open(cfg->disk_cache_path, 0, &rep, &err);
+	struct store *s;
+	if (cfg->storage == STORAGE_ETCD) {
+		struct etcd_store_config ec = {(const char *const *)cfg->etcd_servers.v,
+					       cfg->etcd_servers.n,
+					       nonempty(cfg->etcd_cafile),
+					       nonempty(cfg->etcd_certfile),
+					       nonempty(cfg->etcd_keyfile),
+					       cfg->etcd_prefix,
+					       cfg->node_name,
+					       0};
+		s = etcd_store_open(&ec, &err);
+	} else {
+		struct disk_recovery_report rep;
+		s = disk_store_open(cfg->disk_cache_path, 0, &rep, &err);
+	}
 	if (!s) {
 		log_error("%s", err ? err : "cannot open the cache");
 		free(err);

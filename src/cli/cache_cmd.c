@@ -9,6 +9,7 @@
  * that takes the directory's lock and runs the store's crash recovery.
  */
 #include "cli/cache_cmd.h"
+#include "cli/cache_cmd_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -34,8 +35,6 @@
 #define PRIVATE_DIR    "yurthub-c" /* the C hub's state, below _internal/ */
 #define PARTIAL_PREFIX "partialobjectmetadatas."
 
-enum { EXIT_OK = 0, EXIT_PROBLEMS = 1, EXIT_USAGE = 2 };
-
 static const char USAGE[] =
     "usage: yurthub cache COMMAND DIR [ARGS]\n"
     "\n"
@@ -51,7 +50,8 @@ static const char USAGE[] =
     "        take the directory's lock and finish or undo interrupted writes\n"
     "\n"
     "A cache in YurtHub's legacy layout names resources bare (e.g. pods).\n"
-    "Only recover writes to DIR; the other commands work while a hub runs.\n";
+    "Only recover writes to DIR; the other commands work while a hub runs.\n"
+    "For an etcd store: yurthub cache --etcd-servers=URL --node-name=NODE --help\n";
 
 /* ---- messages ---- */
 
@@ -63,9 +63,7 @@ static void vreport(FILE *err, const char *cmd, const char *fmt, va_list ap)
 }
 
 /* One line naming what is wrong with the command line; exit status 2. */
-static int usage_error(FILE *err, const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int usage_error(FILE *err, const char *cmd, const char *fmt, ...)
+int usage_error(FILE *err, const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -75,9 +73,7 @@ static int usage_error(FILE *err, const char *cmd, const char *fmt, ...)
 }
 
 /* One line saying what failed; exit status 1. */
-static int failure(FILE *err, const char *cmd, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int failure(FILE *err, const char *cmd, const char *fmt, ...)
+int failure(FILE *err, const char *cmd, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -87,7 +83,7 @@ static int failure(FILE *err, const char *cmd, const char *fmt, ...)
 }
 
 /* A store error on `what` (a path below DIR), with the exit status it means. */
-static int store_failure(FILE *err, const char *cmd, const char *what, enum store_err e)
+int store_failure(FILE *err, const char *cmd, const char *what, enum store_err e)
 {
 	switch (e) {
 	case STORE_NOT_FOUND:
@@ -394,8 +390,8 @@ static int collect_object_key(void *ctx, const struct store_key *key)
 	return 0;
 }
 
-static int ls_objects(struct store *s, const char *component, const char *resdir,
-		      const char *namespace, FILE *out, FILE *err)
+int cache_ls_objects(struct store *s, const char *component, const char *resdir,
+		     const char *namespace, FILE *out, FILE *err)
 {
 	struct resource_arg r;
 	if (resource_arg_parse(resdir, &r) < 0)
@@ -430,7 +426,7 @@ static int cmd_ls(char **args, int n, FILE *out, FILE *err)
 	struct store *s = open_read_only(args[0], "ls", err);
 	if (!s)
 		return EXIT_PROBLEMS;
-	int rc = ls_objects(s, args[1], args[2], namespace, out, err);
+	int rc = cache_ls_objects(s, args[1], args[2], namespace, out, err);
 	store_close(s);
 	return rc;
 }
@@ -445,7 +441,7 @@ static void print_object(const struct buf *b, FILE *out)
 		fputc('\n', out);
 }
 
-static int get_object(struct store *s, char **args, int n, FILE *out, FILE *err)
+int cache_get_object(struct store *s, char **args, int n, FILE *out, FILE *err)
 {
 	struct resource_arg r;
 	if (resource_arg_parse(args[2], &r) < 0)
@@ -477,7 +473,7 @@ static int cmd_get(char **args, int n, FILE *out, FILE *err)
 	struct store *s = open_read_only(args[0], "get", err);
 	if (!s)
 		return EXIT_PROBLEMS;
-	int rc = get_object(s, args, n, out, err);
+	int rc = cache_get_object(s, args, n, out, err);
 	store_close(s);
 	return rc;
 }
@@ -499,8 +495,8 @@ static int print_view(void *ctx, const struct store_view_state *v)
 	return 0;
 }
 
-static int list_views(struct store *s, const char *component, const char *resdir, FILE *out,
-		      FILE *err)
+int cache_list_views(struct store *s, const char *component, const char *resdir, FILE *out,
+		     FILE *err)
 {
 	struct resource_arg r;
 	if (resource_arg_parse(resdir, &r) < 0)
@@ -526,7 +522,7 @@ static int cmd_views(char **args, int n, FILE *out, FILE *err)
 	struct store *s = open_read_only(args[0], "views", err);
 	if (!s)
 		return EXIT_PROBLEMS;
-	int rc = list_views(s, args[1], args[2], out, err);
+	int rc = cache_list_views(s, args[1], args[2], out, err);
 	store_close(s);
 	return rc;
 }
@@ -940,6 +936,9 @@ static int check_args(const struct command *c, char **args, int n, FILE *err)
 
 static int run_command(int argc, char **argv, FILE *out, FILE *err)
 {
+	/* options before the command: an etcd store (cache_etcd.c) */
+	if (argc >= 2 && !strncmp(argv[1], "--", 2) && !is_help(argv[1]))
+		return cache_etcd_main(argc - 1, argv + 1, out, err);
 	if (argc < 2) {
 		fputs(USAGE, out);
 		return EXIT_USAGE;

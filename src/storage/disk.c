@@ -919,55 +919,13 @@ static enum store_err disk_list_components(struct store *s, store_name_fn fn, vo
 
 /* ---- views ---- */
 
-static enum store_err view_identity(struct disk_store *d, const struct store_view *view,
-				    struct view_rec *rec, char **resdir)
-{
-	*resdir = NULL;
-	if (!view || !view->component || !*view->component || !view->gvr.resource ||
-	    !*view->gvr.resource)
-		return STORE_EMPTY_KEY;
-	if (!key_component_ok(view->component))
-		return STORE_BAD_KEY;
-	if (view->namespace && *view->namespace && !key_segment_ok(view->namespace, KEY_NAME_MAX))
-		return STORE_BAD_KEY;
-	*resdir =
-	    key_resource_dir(d->layout, view->gvr.resource, view->gvr.version, view->gvr.group);
-	if (!*resdir)
-		return STORE_BAD_KEY;
-	char *err = NULL;
-	if (view_canonical(view, rec, &err) < 0) {
-		enum store_err e = err ? STORE_BAD_KEY : STORE_NOMEM;
-		if (err)
-			log_debug("disk store: %s", err);
-		free(err);
-		free(*resdir);
-		*resdir = NULL;
-		return e;
-	}
-	return STORE_OK;
-}
-
-static int fill_state(struct store_view_state *out, const struct view_rec *r)
-{
-	memset(out, 0, sizeof *out);
-	out->namespace = strdup(r->namespace);
-	out->label_selector = strdup(r->label_selector);
-	out->field_selector = strdup(r->field_selector);
-	out->rv = r->rv;
-	if (!out->namespace || !out->label_selector || !out->field_selector) {
-		store_view_state_free(out);
-		return -1;
-	}
-	return 0;
-}
-
 static enum store_err disk_get_view(struct store *s, const struct store_view *view,
 				    struct store_view_state *out)
 {
 	struct disk_store *d = disk_of(s);
 	struct view_rec key;
 	char *resdir;
-	enum store_err e = view_identity(d, view, &key, &resdir);
+	enum store_err e = view_identity(view, d->layout, &key, &resdir);
 	if (e != STORE_OK)
 		return e;
 	struct view_set set;
@@ -979,7 +937,7 @@ static enum store_err disk_get_view(struct store *s, const struct store_view *vi
 		e = store_fail_errno(rc);
 	} else {
 		struct view_rec *r = view_set_find(&set, &key);
-		e = !r ? STORE_NOT_FOUND : fill_state(out, r) < 0 ? STORE_NOMEM : STORE_OK;
+		e = !r ? STORE_NOT_FOUND : view_state_fill(out, r) < 0 ? STORE_NOMEM : STORE_OK;
 		view_set_free(&set);
 	}
 	view_rec_free(&key);
@@ -994,7 +952,7 @@ static enum store_err disk_set_view_rv(struct store *s, const struct store_view 
 		return read_only_error();
 	struct view_rec key;
 	char *resdir;
-	enum store_err e = view_identity(d, view, &key, &resdir);
+	enum store_err e = view_identity(view, d->layout, &key, &resdir);
 	if (e != STORE_OK)
 		return e;
 	struct view_set set;
@@ -1042,18 +1000,7 @@ static enum store_err disk_list_views(struct store *s, const char *component,
 	free(resdir);
 	if (rc < 0)
 		return store_fail_errno(rc);
-	enum store_err e = STORE_OK;
-	for (size_t i = 0; i < set.n; i++) {
-		struct store_view_state st;
-		if (fill_state(&st, &set.v[i]) < 0) {
-			e = STORE_NOMEM;
-			break;
-		}
-		int stop = fn(ctx, &st);
-		store_view_state_free(&st);
-		if (stop)
-			break;
-	}
+	enum store_err e = view_set_visit(&set, fn, ctx);
 	view_set_free(&set);
 	return e;
 }

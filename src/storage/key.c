@@ -230,3 +230,108 @@ char *key_cluster_info_name(const char *url_path)
 			*c = '_';
 	return name;
 }
+
+/* ---- etcd: kube-apiserver's layout ---- */
+
+/* Groups whose resources kube-apiserver stores without the group in the key. */
+static const char *const builtin_groups[] = {
+    "",
+    "apps",
+    "batch",
+    "autoscaling",
+    "policy",
+    "extensions",
+    "networking.k8s.io",
+    "storage.k8s.io",
+    "rbac.authorization.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "node.k8s.io",
+    "scheduling.k8s.io",
+    "certificates.k8s.io",
+    "admissionregistration.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "resource.k8s.io",
+    "internal.apiserver.k8s.io",
+    "storagemigration.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+};
+
+static const struct {
+	const char *group, *resource, *path;
+} special_paths[] = {
+    {"", "replicationcontrollers", "controllers"},
+    {"", "endpoints", "services/endpoints"},
+    {"", "nodes", "minions"},
+    {"", "services", "services/specs"},
+    {"extensions", "ingresses", "ingress"},
+    {"networking.k8s.io", "ingresses", "ingress"},
+    {"extensions", "podsecuritypolicies", "podsecuritypolicy"},
+    {"policy", "podsecuritypolicies", "podsecuritypolicy"},
+};
+
+char *key_etcd_resource_path(const char *group, const char *resource)
+{
+	if (!group)
+		group = "";
+	if (!key_resource_ok(resource) || !key_group_ok(group))
+		return NULL;
+	for (size_t i = 0; i < sizeof special_paths / sizeof special_paths[0]; i++)
+		if (!strcmp(group, special_paths[i].group) &&
+		    !strcmp(resource, special_paths[i].resource))
+			return strdup(special_paths[i].path);
+	for (size_t i = 0; i < sizeof builtin_groups / sizeof builtin_groups[0]; i++)
+		if (!strcmp(group, builtin_groups[i]))
+			return strdup(resource);
+	struct buf b = BUF_INIT;
+	if (buf_printf(&b, "%s/%s", group, resource) < 0)
+		return NULL;
+	return buf_steal(&b);
+}
+
+enum store_err key_build_etcd(const char *prefix, const struct store_key_info *info,
+			      struct store_key *out)
+{
+	memset(out, 0, sizeof *out);
+	if (!info->component || !*info->component || !info->resource || !*info->resource)
+		return STORE_EMPTY_KEY;
+	if (!key_component_ok(info->component))
+		return STORE_BAD_KEY;
+	const char *ns = info->namespace && *info->namespace ? info->namespace : NULL;
+	if (!strcmp(info->resource, "namespaces"))
+		ns = NULL;
+	if (ns && !key_segment_ok(ns, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	bool root = !info->name || !*info->name;
+	if (!root && !key_segment_ok(info->name, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	if (!info->version || !*info->version)
+		return STORE_EMPTY_KEY;
+	if (!key_version_ok(info->version))
+		return STORE_BAD_KEY;
+	char *res = key_etcd_resource_path(info->group, info->resource);
+	if (!res)
+		return STORE_BAD_KEY;
+	struct buf p = BUF_INIT;
+	int r = buf_printf(&p, "%s/%s/", prefix, res);
+	if (r == 0 && ns)
+		r = buf_printf(&p, "%s/", ns);
+	if (r == 0 && !root) {
+		p.data[--p.len] = '\0'; /* an object key has no trailing '/' */
+		r = buf_printf(&p, "/%s", info->name);
+	}
+	free(res);
+	if (r < 0) {
+		buf_free(&p);
+		return STORE_NOMEM;
+	}
+	enum store_err e = key_fill_info(info, out, ns);
+	if (e != STORE_OK) {
+		buf_free(&p);
+		return e;
+	}
+	out->path = buf_steal(&p);
+	return STORE_OK;
+}

@@ -51,4 +51,16 @@ enum store_err key_build_disk(enum key_layout layout, const struct store_key_inf
  * "_apis_g_v1").  NULL for a path that is not a plain discovery-like path. */
 char *key_cluster_info_name(const char *url_path);
 
+/* kube-apiserver's resource path in etcd: the special prefixes of its
+ * default storage factory (nodes -> "minions", services -> "services/specs",
+ * endpoints -> "services/endpoints", replicationcontrollers -> "controllers",
+ * ingresses -> "ingress", podsecuritypolicies -> "podsecuritypolicy"), the
+ * bare resource for built-in groups, "<group>/<resource>" for the others
+ * (custom resources).  malloc'ed; NULL for an invalid resource or group. */
+char *key_etcd_resource_path(const char *group, const char *resource);
+/* An etcd key: <prefix>/<resource path>/[<namespace>/]<name>; a root key
+ * (no name) is the collection's prefix and ends in '/'. */
+enum store_err key_build_etcd(const char *prefix, const struct store_key_info *info,
+			      struct store_key *out);
+
 #endif

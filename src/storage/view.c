@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "kube/meta.h"
+#include "storage/key.h"
+#include "util/log.h"
 
 void view_rec_free(struct view_rec *r)
 {
@@ -167,4 +169,59 @@ int view_matcher_covers(const struct view_matcher *m, const char *ns, const char
 	if (selector_is_empty(m->labels) && selector_is_empty(m->fields))
 		return 1;
 	return selector_match_json(m->labels, m->fields, json, len);
+}
+
+enum store_err view_identity(const struct store_view *view, enum key_layout layout,
+			     struct view_rec *rec, char **resdir)
+{
+	*resdir = NULL;
+	if (!view || !view->component || !*view->component || !view->gvr.resource ||
+	    !*view->gvr.resource)
+		return STORE_EMPTY_KEY;
+	if (!key_component_ok(view->component))
+		return STORE_BAD_KEY;
+	if (view->namespace && *view->namespace && !key_segment_ok(view->namespace, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	*resdir = key_resource_dir(layout, view->gvr.resource, view->gvr.version, view->gvr.group);
+	if (!*resdir)
+		return STORE_BAD_KEY;
+	char *err = NULL;
+	if (view_canonical(view, rec, &err) < 0) {
+		enum store_err e = err ? STORE_BAD_KEY : STORE_NOMEM;
+		if (err)
+			log_debug("store: %s", err);
+		free(err);
+		free(*resdir);
+		*resdir = NULL;
+		return e;
+	}
+	return STORE_OK;
+}
+
+int view_state_fill(struct store_view_state *out, const struct view_rec *r)
+{
+	memset(out, 0, sizeof *out);
+	out->namespace = strdup(r->namespace);
+	out->label_selector = strdup(r->label_selector);
+	out->field_selector = strdup(r->field_selector);
+	out->rv = r->rv;
+	if (!out->namespace || !out->label_selector || !out->field_selector) {
+		store_view_state_free(out);
+		return -1;
+	}
+	return 0;
+}
+
+enum store_err view_set_visit(const struct view_set *set, store_view_fn fn, void *ctx)
+{
+	for (size_t i = 0; i < set->n; i++) {
+		struct store_view_state st;
+		if (view_state_fill(&st, &set->v[i]) < 0)
+			return STORE_NOMEM;
+		int stop = fn(ctx, &st);
+		store_view_state_free(&st);
+		if (stop)
+			break;
+	}
+	return STORE_OK;
 }

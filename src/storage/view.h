@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "kube/selector.h"
+#include "storage/key.h"
 #include "storage/store.h"
 #include "util/buf.h"
 
@@ -55,5 +56,14 @@ void view_matcher_free(struct view_matcher *m);
  * for malformed JSON.  A view of another namespace, or one without
  * selectors, answers without looking at the JSON. */
 int view_matcher_covers(const struct view_matcher *m, const char *ns, const char *json, size_t len);
+
+/* Check a view given by a caller and give its canonical record and its
+ * resource directory name (malloc'ed) in the given layout. */
+enum store_err view_identity(const struct store_view *view, enum key_layout layout,
+			     struct view_rec *rec, char **resdir);
+/* A caller's copy of a view record; 0 or -1 (ENOMEM). */
+int view_state_fill(struct store_view_state *out, const struct view_rec *r);
+/* Call fn with each view of the set, until it returns non-zero. */
+enum store_err view_set_visit(const struct view_set *set, store_view_fn fn, void *ctx);
 
 #endif

@@ -1,0 +1,168 @@
+/*
+ * etcd_internal.h - what the files of the etcd store share (etcd.c,
+ * etcd_records.c, etcd_replace.c).  Not for the rest of the hub.
+ *
+ * Records, with S = "/yurthub" + prefix (beside, not under, what
+ * kube-apiserver reads):
+ *
+ *   <prefix>/<resource path>/[<ns>/]<name>    the object, as the cloud sent it
+ *   S/m<object key>        "<rv, 20 digits> <node>/<component> ..."
+ *                          its resourceVersion and who holds it
+ *   S/h/<node>/<component><object key>       the same holding, indexed by
+ *                          holder: what a component holds is one range read
+ *   S/v/<node>/<component>/<resource dir>    the component's view set
+ *   S/c/<node>/<component>                   the component has records
+ *   S/ci<url path>                           cluster info
+ *
+ * An object, its S/m record and its S/h records change only together, in
+ * one Txn guarded by the S/m record's mod_revision as it was read (see
+ * docs/etcd-store.md).
+ */
+#ifndef YURTHUB_STORAGE_ETCD_INTERNAL_H
+#define YURTHUB_STORAGE_ETCD_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "etcd/client.h"
+#include "storage/etcd.h"
+#include "storage/view.h"
+
+#define ER_BATCH	 40	    /* objects per write Txn: 3 ops each, +2, under 128 */
+#define ER_READS_MAX	 120	    /* range ops in one read-only Txn */
+#define ER_TXN_BYTES	 (1u << 20) /* a write Txn's payload, under the 1.5 MiB default */
+#define ER_RETRIES	 16
+#define ER_RV_WIDTH	 20
+#define ER_TOMBSTONE_TTL 600 /* seconds a tombstone is kept */
+
+struct etcd_store {
+	struct store base;
+	struct etcd_client *c;
+	char *prefix; /* "/registry" */
+	char *side;   /* "/yurthub/registry" */
+	char *node;
+	atomic_ulong txns, read_txns, retries, splits;
+};
+
+static inline struct etcd_store *es_of(struct store *s)
+{
+	return (struct etcd_store *)s;
+}
+
+/* etcd's answer as a store error (logged when it is not a plain one). */
+enum store_err er_fail(enum etcd_err e);
+void er_backoff(struct etcd_store *es, int attempt);
+
+/* ---- record keys (malloc'ed; NULL on ENOMEM) ---- */
+
+char *er_meta_key(struct etcd_store *es, const char *objkey);
+char *er_index_prefix(struct etcd_store *es, const char *component); /* S/h/<node>/<comp> */
+char *er_index_key(struct etcd_store *es, const char *component, const char *objkey);
+char *er_views_key(struct etcd_store *es, const char *component, const char *resdir);
+char *er_registry_key(struct etcd_store *es, const char *component);
+
+/* ---- a Txn under construction: compares, ops, the strings they use ---- */
+
+struct er_plan {
+	struct etcd_compare *cmp;
+	struct etcd_op *ops;
+	size_t ncmp, nops, capcmp, capops, bytes;
+	char **owned;
+	size_t nowned, capowned;
+	bool oom;
+};
+
+void er_plan_free(struct er_plan *p);
+/* Keep s (malloc'ed) for the plan's lifetime; s may be NULL (ENOMEM). */
+const char *er_plan_keep(struct er_plan *p, char *s);
+void er_plan_put(struct er_plan *p, const char *key, const char *value, size_t len);
+void er_plan_delete(struct er_plan *p, const char *key);
+/* key's mod_revision is still mod (0: key still absent) */
+void er_plan_same(struct er_plan *p, const char *key, int64_t mod);
+/* Run it; *ok says whether the compares held. */
+enum etcd_err er_plan_run(struct etcd_store *es, struct er_plan *p, bool *ok);
+
+/* ---- an object's S/m record ---- */
+
+struct er_meta {
+	char *key; /* S/m<object key> */
+	bool present;
+	int64_t mod; /* its mod_revision */
+	uint64_t rv;
+	char *holders; /* " node/comp node/comp" as stored ("" when none) */
+	size_t nholders;
+	bool ours;	      /* (this node, the component) is among them */
+	long long deleted_at; /* a tombstone's time (0: none) */
+};
+
+/* No holder left: the object was deleted at rv, and copies not newer than
+ * that are stale (tombstones go after ER_TOMBSTONE_TTL, see etcd_store_gc). */
+static inline bool er_meta_is_tombstone(const struct er_meta *m)
+{
+	return m->present && m->nholders == 0;
+}
+
+void er_meta_free(struct er_meta *m);
+/* An S/m record as read (key not set); 0 or -1 (ENOMEM). */
+int er_meta_parse(struct etcd_store *es, const struct etcd_kv *kv, struct er_meta *m);
+
+/* What one step reads and then writes for one object. */
+struct er_target {
+	const char *objkey;
+	bool want_object;
+	struct er_meta meta;
+	struct etcd_range_result object; /* when want_object */
+};
+
+void er_targets_free(struct er_target *t, size_t n);
+/* Read the S/m records (and objects, where wanted) of n targets, in
+ * read-only Txns.  extra_key, when set, is read in the first of them into
+ * *extra (for a step that also updates a view set). */
+enum etcd_err er_read_targets(struct etcd_store *es, const char *component, struct er_target *t,
+			      size_t n, const char *extra_key, struct etcd_range_result *extra);
+
+/* Plan: the component holds the object, written when write is set (data,
+ * rv).  Returns whether an S/h record is added. */
+bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
+		  const char *objkey, const struct er_meta *m, bool write, const char *data,
+		  size_t len, uint64_t rv);
+/* Plan: the component lets go of the object; it goes when nobody else
+ * holds it, leaving a tombstone at its stored rv. */
+void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *component,
+		     const char *objkey, const struct er_meta *m);
+
+/* Release what the component holds of each object key, in guarded steps.
+ * With a rule, an object is released only when the rule says it may go. */
+struct er_release_rule {
+	uint64_t max_rv;		   /* kept when stored newer than this */
+	size_t root_len;		   /* object keys: resource root, then [<ns>/]<name> */
+	const struct view_matcher *self;   /* must cover it */
+	const struct view_matcher *others; /* none may cover it */
+	size_t nothers;
+};
+enum store_err er_release(struct etcd_store *es, const char *component, char **objkeys, size_t n,
+			  const struct er_release_rule *rule);
+/* Would the rule let this object go? */
+bool er_rule_allows(const struct er_release_rule *rule, const char *objkey, const struct er_meta *m,
+		    const struct etcd_range_result *object);
+
+/* The object keys (node, component) holds under objprefix (which may be
+ * ""), in key order; a list of malloc'ed strings. */
+struct er_keys {
+	char **v;
+	size_t n, cap;
+};
+void er_keys_free(struct er_keys *k);
+int er_keys_add(struct er_keys *k, const char *s, size_t len);
+enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const char *objprefix,
+			   struct er_keys *out);
+
+/* The replace session (etcd_replace.c). */
+enum store_err er_replace_begin(struct store *s, const struct store_view *view,
+				struct store_replace **out);
+enum store_err er_replace_add(struct store_replace *r, const struct store_item *item);
+enum store_err er_replace_commit(struct store_replace *r, uint64_t list_rv);
+void er_replace_abort(struct store_replace *r);
+
+#endif

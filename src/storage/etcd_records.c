@@ -1,0 +1,556 @@
+/*
+ * etcd_records.c - the etcd store's records and guarded steps: the keys of
+ * the S/m, S/h, S/v and S/c records, building a Txn, reading the records an
+ * object's write depends on, and the plans that hold or release an object
+ * with its records in one Txn.  See etcd_internal.h for the layout.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kube/meta.h"
+#include "storage/etcd_internal.h"
+#include "util/buf.h"
+#include "util/log.h"
+
+enum store_err er_fail(enum etcd_err e)
+{
+	switch (e) {
+	case ETCD_OK:
+		return STORE_OK;
+	case ETCD_UNAVAILABLE:
+		return STORE_UNAVAILABLE;
+	case ETCD_NOMEM:
+		return STORE_NOMEM;
+	case ETCD_TOO_LARGE:
+		log_warn("etcd store: %s: %s", etcd_strerror(e), etcd_last_error());
+		return store_fail_errno(EFBIG);
+	default:
+		log_warn("etcd store: %s: %s", etcd_strerror(e), etcd_last_error());
+		return store_fail_errno(EIO);
+	}
+}
+
+/* A few milliseconds, growing and jittered, so that two writers that keep
+ * colliding on the same records fall out of step. */
+void er_backoff(struct etcd_store *es, int attempt)
+{
+	atomic_fetch_add(&es->retries, 1);
+	unsigned seed = (unsigned)time(NULL) ^ (unsigned)(uintptr_t)&attempt;
+	long ms = (long)(1 + attempt) * 2 + (long)(rand_r(&seed) % 5);
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+	nanosleep(&ts, NULL);
+}
+
+/* ---- record keys ---- */
+
+static char *printed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *printed(const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
+char *er_meta_key(struct etcd_store *es, const char *objkey)
+{
+	return printed("%s/m%s", es->side, objkey);
+}
+
+char *er_index_prefix(struct etcd_store *es, const char *component)
+{
+	return printed("%s/h/%s/%s", es->side, es->node, component);
+}
+
+char *er_index_key(struct etcd_store *es, const char *component, const char *objkey)
+{
+	return printed("%s/h/%s/%s%s", es->side, es->node, component, objkey);
+}
+
+char *er_views_key(struct etcd_store *es, const char *component, const char *resdir)
+{
+	return printed("%s/v/%s/%s/%s", es->side, es->node, component, resdir);
+}
+
+char *er_registry_key(struct etcd_store *es, const char *component)
+{
+	return printed("%s/c/%s/%s", es->side, es->node, component);
+}
+
+/* ---- plans ---- */
+
+void er_plan_free(struct er_plan *p)
+{
+	for (size_t i = 0; i < p->nowned; i++)
+		free(p->owned[i]);
+	free(p->owned);
+	free(p->cmp);
+	free(p->ops);
+	memset(p, 0, sizeof *p);
+}
+
+const char *er_plan_keep(struct er_plan *p, char *s)
+{
+	if (!s) {
+		p->oom = true;
+		return "";
+	}
+	if (p->nowned == p->capowned) {
+		size_t cap = p->capowned ? p->capowned * 2 : 64;
+		char **v = realloc(p->owned, cap * sizeof *v);
+		if (!v) {
+			free(s);
+			p->oom = true;
+			return "";
+		}
+		p->owned = v;
+		p->capowned = cap;
+	}
+	p->owned[p->nowned++] = s;
+	return s;
+}
+
+static void *grow(void *v, size_t *cap, size_t n, size_t size, bool *oom)
+{
+	if (n < *cap)
+		return v;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	void *nv = realloc(v, ncap * size);
+	if (!nv) {
+		*oom = true;
+		return NULL;
+	}
+	*cap = ncap;
+	return nv;
+}
+
+static struct etcd_op *plan_op(struct er_plan *p)
+{
+	struct etcd_op *v = grow(p->ops, &p->capops, p->nops, sizeof *v, &p->oom);
+	if (!v)
+		return NULL;
+	p->ops = v;
+	struct etcd_op *op = &p->ops[p->nops++];
+	memset(op, 0, sizeof *op);
+	return op;
+}
+
+void er_plan_put(struct er_plan *p, const char *key, const char *value, size_t len)
+{
+	struct etcd_op *op = plan_op(p);
+	if (!op)
+		return;
+	*op = (struct etcd_op){ETCD_OP_PUT, key, strlen(key), value, len, NULL, 0};
+	p->bytes += strlen(key) + len + 16;
+}
+
+void er_plan_delete(struct er_plan *p, const char *key)
+{
+	struct etcd_op *op = plan_op(p);
+	if (!op)
+		return;
+	*op = (struct etcd_op){ETCD_OP_DELETE, key, strlen(key), NULL, 0, NULL, 0};
+	p->bytes += strlen(key) + 16;
+}
+
+void er_plan_same(struct er_plan *p, const char *key, int64_t mod)
+{
+	struct etcd_compare *v = grow(p->cmp, &p->capcmp, p->ncmp, sizeof *v, &p->oom);
+	if (!v)
+		return;
+	p->cmp = v;
+	p->cmp[p->ncmp++] = (struct etcd_compare){mod ? ETCD_CMP_MOD : ETCD_CMP_CREATE,
+						  ETCD_CMP_EQUAL,
+						  key,
+						  strlen(key),
+						  NULL,
+						  0,
+						  mod,
+						  NULL,
+						  0};
+	p->bytes += strlen(key) + 16;
+}
+
+enum etcd_err er_plan_run(struct etcd_store *es, struct er_plan *p, bool *ok)
+{
+	*ok = false;
+	if (p->oom)
+		return ETCD_NOMEM;
+	struct etcd_txn t = {p->cmp, p->ncmp, p->ops, NULL, p->nops, 0};
+	struct etcd_txn_result r;
+	enum etcd_err e = etcd_txn(es->c, &t, &r);
+	atomic_fetch_add(&es->txns, 1);
+	if (e == ETCD_OK) {
+		*ok = r.succeeded;
+		etcd_txn_result_free(&r);
+	}
+	return e;
+}
+
+/* ---- S/m records ---- */
+
+void er_meta_free(struct er_meta *m)
+{
+	free(m->key);
+	free(m->holders);
+	memset(m, 0, sizeof *m);
+}
+
+/* Is the holder token at s (up to a space or the end) node/component? */
+static bool token_is(const char *s, size_t len, const char *node, const char *component)
+{
+	size_t nl = strlen(node), cl = strlen(component);
+	return len == nl + 1 + cl && !memcmp(s, node, nl) && s[nl] == '/' &&
+	       !memcmp(s + nl + 1, component, cl);
+}
+
+/* Parse "<rv> <holder> <holder>..." (or "<rv> @<time>", a tombstone) into
+ * m, whose key is set. */
+static int meta_take(struct etcd_store *es, const char *component, struct er_meta *m,
+		     const struct etcd_kv *kv)
+{
+	m->present = true;
+	m->mod = kv->mod_revision;
+	const char *v = kv->value;
+	size_t len = kv->value_len;
+	size_t rvlen = 0;
+	while (rvlen < len && v[rvlen] != ' ')
+		rvlen++;
+	if (kube_rv_parse(v, rvlen, &m->rv) < 0)
+		m->rv = 0; /* unreadable: any listed copy replaces it */
+	m->holders = strndup(v + rvlen, len - rvlen);
+	if (!m->holders)
+		return -1;
+	for (const char *t = m->holders; *t;) {
+		while (*t == ' ')
+			t++;
+		size_t n = strcspn(t, " ");
+		if (!n)
+			break;
+		if (*t == '@')
+			m->deleted_at = strtoll(t + 1, NULL, 10);
+		else
+			m->nholders++;
+		if (token_is(t, n, es->node, component))
+			m->ours = true;
+		t += n;
+	}
+	return 0;
+}
+
+int er_meta_parse(struct etcd_store *es, const struct etcd_kv *kv, struct er_meta *m)
+{
+	return meta_take(es, "", m, kv);
+}
+
+/* The record's new value: rv and the holders, with (node, component) added
+ * or removed; with no holder left, a tombstone stamped with the time. */
+static char *meta_value(struct etcd_store *es, const char *component, const struct er_meta *m,
+			uint64_t rv, bool add)
+{
+	struct buf b = BUF_INIT;
+	int rc = buf_printf(&b, "%0*llu", ER_RV_WIDTH, (unsigned long long)rv);
+	size_t kept = 0;
+	const char *t = m->holders ? m->holders : "";
+	while (rc == 0 && *t) {
+		while (*t == ' ')
+			t++;
+		size_t n = strcspn(t, " ");
+		if (n && *t != '@' && !token_is(t, n, es->node, component)) {
+			rc = buf_printf(&b, " %.*s", (int)n, t);
+			kept++;
+		}
+		t += n;
+	}
+	if (rc == 0 && add)
+		rc = buf_printf(&b, " %s/%s", es->node, component);
+	else if (rc == 0 && !kept)
+		rc = buf_printf(&b, " @%lld", (long long)time(NULL));
+	if (rc < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
+void er_targets_free(struct er_target *t, size_t n)
+{
+	for (size_t i = 0; t && i < n; i++) {
+		er_meta_free(&t[i].meta);
+		etcd_range_result_free(&t[i].object);
+	}
+}
+
+/* One read-only Txn over targets [from, to); ranges in order: (extra,)
+ * then per target its S/m record (and object). */
+static enum etcd_err read_chunk(struct etcd_store *es, const char *component, struct er_target *t,
+				size_t from, size_t to, const char *extra_key,
+				struct etcd_range_result *extra)
+{
+	struct er_plan p = {0};
+	if (extra_key) {
+		struct etcd_op *op = plan_op(&p);
+		if (op)
+			*op = (struct etcd_op){ETCD_OP_RANGE, extra_key, strlen(extra_key), NULL, 0,
+					       NULL,	      0};
+	}
+	for (size_t i = from; i < to; i++) {
+		if (!t[i].meta.key)
+			t[i].meta.key = er_meta_key(es, t[i].objkey);
+		if (!t[i].meta.key) {
+			p.oom = true;
+			break;
+		}
+		struct etcd_op *op = plan_op(&p);
+		if (op)
+			*op = (struct etcd_op){
+			    ETCD_OP_RANGE, t[i].meta.key, strlen(t[i].meta.key), NULL, 0, NULL, 0};
+		if (t[i].want_object && (op = plan_op(&p)))
+			*op = (struct etcd_op){
+			    ETCD_OP_RANGE, t[i].objkey, strlen(t[i].objkey), NULL, 0, NULL, 0};
+	}
+	if (p.oom) {
+		er_plan_free(&p);
+		return ETCD_NOMEM;
+	}
+	struct etcd_txn txn = {NULL, 0, p.ops, NULL, p.nops, 0};
+	struct etcd_txn_result r;
+	enum etcd_err e = etcd_txn(es->c, &txn, &r);
+	atomic_fetch_add(&es->read_txns, 1);
+	size_t nops = p.nops;
+	er_plan_free(&p);
+	if (e != ETCD_OK)
+		return e;
+	if (r.nranges != nops) {
+		etcd_txn_result_free(&r);
+		return ETCD_PROTOCOL;
+	}
+	size_t k = 0;
+	if (extra_key) {
+		*extra = r.ranges[k];
+		memset(&r.ranges[k++], 0, sizeof r.ranges[0]);
+	}
+	for (size_t i = from; i < to && e == ETCD_OK; i++) {
+		struct etcd_range_result *mr = &r.ranges[k++];
+		free(t[i].meta.holders);
+		t[i].meta.holders = NULL;
+		t[i].meta.present = t[i].meta.ours = false;
+		t[i].meta.nholders = 0;
+		t[i].meta.deleted_at = 0;
+		t[i].meta.mod = 0;
+		t[i].meta.rv = 0;
+		if (mr->n && meta_take(es, component, &t[i].meta, &mr->kvs[0]) < 0)
+			e = ETCD_NOMEM;
+		if (t[i].want_object) {
+			etcd_range_result_free(&t[i].object);
+			t[i].object = r.ranges[k];
+			memset(&r.ranges[k++], 0, sizeof r.ranges[0]);
+		}
+	}
+	etcd_txn_result_free(&r);
+	return e;
+}
+
+enum etcd_err er_read_targets(struct etcd_store *es, const char *component, struct er_target *t,
+			      size_t n, const char *extra_key, struct etcd_range_result *extra)
+{
+	if (!n && !extra_key)
+		return ETCD_OK;
+	size_t from = 0;
+	bool first = true;
+	do {
+		size_t ops = first && extra_key ? 1 : 0, to = from;
+		while (to < n && ops + (t[to].want_object ? 2 : 1) <= ER_READS_MAX)
+			ops += t[to++].want_object ? 2 : 1;
+		enum etcd_err e =
+		    read_chunk(es, component, t, from, to, first ? extra_key : NULL, extra);
+		if (e != ETCD_OK)
+			return e;
+		first = false;
+		from = to;
+	} while (from < n);
+	return ETCD_OK;
+}
+
+/* ---- plans for one object ---- */
+
+bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
+		  const char *objkey, const struct er_meta *m, bool write, const char *data,
+		  size_t len, uint64_t rv)
+{
+	if (!write && (m->ours || er_meta_is_tombstone(m)))
+		return false; /* nothing to change, or a copy older than its deletion */
+	er_plan_same(p, m->key, m->present ? m->mod : 0);
+	if (write)
+		er_plan_put(p, objkey, data, len);
+	const char *value = er_plan_keep(p, meta_value(es, component, m, write ? rv : m->rv, true));
+	er_plan_put(p, m->key, value, strlen(value));
+	if (m->ours)
+		return false;
+	er_plan_put(p, er_plan_keep(p, er_index_key(es, component, objkey)), "", 0);
+	return true;
+}
+
+void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *component,
+		     const char *objkey, const struct er_meta *m)
+{
+	er_plan_same(p, m->key, m->present ? m->mod : 0);
+	if (m->ours) {
+		/* The last holder leaves a tombstone at the stored rv: no copy as
+		 * old as the one we held may bring the object back.  (Not at the
+		 * list's rv: an object that left a filtered view may live on.) */
+		const char *value = er_plan_keep(p, meta_value(es, component, m, m->rv, false));
+		er_plan_put(p, m->key, value, strlen(value));
+		if (m->nholders <= 1)
+			er_plan_delete(p, objkey);
+	}
+	/* an S/h record without its S/m mention (an interrupted cleanup of an
+	 * older version) goes too */
+	er_plan_delete(p, er_plan_keep(p, er_index_key(es, component, objkey)));
+}
+
+/* ---- releasing ---- */
+
+bool er_rule_allows(const struct er_release_rule *rule, const char *objkey, const struct er_meta *m,
+		    const struct etcd_range_result *object)
+{
+	if (!rule)
+		return true;
+	if (!m->ours)
+		return true; /* only a stray S/h record to remove */
+	if (m->present && m->rv > rule->max_rv)
+		return false; /* written after the list was taken */
+	if (!object || !object->n)
+		return true; /* the object is gone: its records go */
+	const char *rest = objkey + rule->root_len;
+	char ns[256] = "";
+	const char *slash = strchr(rest, '/');
+	if (slash) {
+		size_t nl = (size_t)(slash - rest);
+		if (nl >= sizeof ns)
+			return false;
+		memcpy(ns, rest, nl);
+		ns[nl] = '\0';
+	}
+	const struct etcd_kv *kv = &object->kvs[0];
+	if (rule->self && view_matcher_covers(rule->self, ns, kv->value, kv->value_len) != 1)
+		return false;
+	for (size_t i = 0; i < rule->nothers; i++)
+		if (view_matcher_covers(&rule->others[i], ns, kv->value, kv->value_len) != 0)
+			return false; /* another view still has it (or cannot tell) */
+	return true;
+}
+
+static enum store_err release_batch(struct etcd_store *es, const char *component, char **objkeys,
+				    size_t n, const struct er_release_rule *rule)
+{
+	struct er_target *t = calloc(n, sizeof *t);
+	if (!t)
+		return STORE_NOMEM;
+	enum store_err se = STORE_CONFLICT;
+	for (int attempt = 0; attempt < ER_RETRIES; attempt++) {
+		for (size_t i = 0; i < n; i++) {
+			t[i].objkey = objkeys[i];
+			t[i].want_object = rule != NULL;
+		}
+		enum etcd_err e = er_read_targets(es, component, t, n, NULL, NULL);
+		struct er_plan p = {0};
+		for (size_t i = 0; e == ETCD_OK && i < n; i++)
+			if (er_rule_allows(rule, objkeys[i], &t[i].meta, &t[i].object))
+				er_plan_release(es, &p, component, objkeys[i], &t[i].meta);
+		bool ok = true;
+		if (e == ETCD_OK && p.nops)
+			e = er_plan_run(es, &p, &ok);
+		er_plan_free(&p);
+		if (e != ETCD_OK || ok) {
+			se = er_fail(e);
+			break;
+		}
+		er_backoff(es, attempt);
+	}
+	er_targets_free(t, n);
+	free(t);
+	return se;
+}
+
+enum store_err er_release(struct etcd_store *es, const char *component, char **objkeys, size_t n,
+			  const struct er_release_rule *rule)
+{
+	for (size_t off = 0; off < n; off += ER_BATCH) {
+		size_t cnt = n - off < ER_BATCH ? n - off : ER_BATCH;
+		enum store_err e = release_batch(es, component, objkeys + off, cnt, rule);
+		if (e != STORE_OK)
+			return e;
+	}
+	return STORE_OK;
+}
+
+/* ---- what a component holds ---- */
+
+void er_keys_free(struct er_keys *k)
+{
+	for (size_t i = 0; i < k->n; i++)
+		free(k->v[i]);
+	free(k->v);
+	memset(k, 0, sizeof *k);
+}
+
+int er_keys_add(struct er_keys *k, const char *s, size_t len)
+{
+	bool oom = false;
+	char **v = grow(k->v, &k->cap, k->n, sizeof *v, &oom);
+	if (!v)
+		return -1;
+	k->v = v;
+	if (!(k->v[k->n] = strndup(s, len)))
+		return -1;
+	k->n++;
+	return 0;
+}
+
+enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const char *objprefix,
+			   struct er_keys *out)
+{
+	char *ip = er_index_prefix(es, component);
+	struct buf from = BUF_INIT, end = BUF_INIT;
+	enum etcd_err e = ETCD_NOMEM;
+	if (ip && buf_printf(&from, "%s%s", ip, objprefix) == 0 &&
+	    etcd_prefix_end(from.data, from.len, &end) == 0)
+		e = ETCD_OK;
+	size_t iplen = ip ? strlen(ip) : 0;
+	while (e == ETCD_OK) {
+		struct etcd_range_opts o = {end.data, end.len, 1000, 0, true, false};
+		struct etcd_range_result r;
+		e = etcd_range(es->c, from.data, from.len, &o, &r);
+		if (e != ETCD_OK)
+			break;
+		for (size_t i = 0; i < r.n && e == ETCD_OK; i++)
+			if (r.kvs[i].key_len > iplen &&
+			    er_keys_add(out, r.kvs[i].key + iplen, r.kvs[i].key_len - iplen) < 0)
+				e = ETCD_NOMEM;
+		bool more = r.more && r.n;
+		if (more) {
+			/* the next page starts just after the last key: key + NUL */
+			buf_reset(&from);
+			if (buf_append(&from, r.kvs[r.n - 1].key, r.kvs[r.n - 1].key_len) < 0 ||
+			    buf_append_char(&from, '\0') < 0)
+				e = ETCD_NOMEM;
+		}
+		etcd_range_result_free(&r);
+		if (!more)
+			break;
+	}
+	free(ip);
+	buf_free(&from);
+	buf_free(&end);
+	return e;
+}

@@ -1,0 +1,441 @@
+/*
+ * etcd_replace.c - replacing a list view in etcd.
+ *
+ * Objects are added as the list streams in and written in steps of up to
+ * ER_BATCH objects.  A step reads the S/m records of its objects in one
+ * read-only Txn, then writes in one Txn whose compares check that those
+ * records did not change meanwhile; if one did, the step is read and
+ * planned again.  In a step an object is written only when it is new or
+ * listed newer than stored (so a relist of unchanged objects writes
+ * nothing), and the component's holding is recorded beside it.
+ *
+ * At commit, the objects the component holds in the view's collection but
+ * that the list did not have are released, each only when its stored
+ * resourceVersion is not newer than the list's, the view covers it and no
+ * other view of the component does.  The view set is written last.  When
+ * the pending objects, the releases and the view set fit in one Txn (small
+ * lists, the common case), all of it is that one Txn.
+ *
+ * Every step is whole on its own, so a crash between steps leaves objects
+ * at real resourceVersions with complete records; the next list finishes
+ * the job (docs/etcd-store.md).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "storage/etcd_internal.h"
+#include "storage/key.h"
+#include "util/log.h"
+#include "util/strmap.h"
+
+struct pending {
+	char *objkey, *data;
+	size_t len;
+	uint64_t rv;
+};
+
+struct er_replace {
+	struct store_replace base; /* first: the session handle callers hold */
+	struct etcd_store *es;
+	char *component;
+	struct store_gvr gvr;
+	char *group, *version, *resource;
+	struct view_rec rec;
+	char *views_key;
+	char *root;	     /* the view's collection: resource root [+ "<ns>/"] */
+	size_t res_root_len; /* the resource root's length */
+	bool is_ns_resource;
+	struct strmap listed; /* object keys added; num: rv, value: pending slot + 1 */
+	struct pending *pending;
+	size_t npending, cap_pending, pending_bytes;
+};
+
+static void pending_clear(struct er_replace *r)
+{
+	for (size_t i = 0; i < r->npending; i++) {
+		struct strmap_entry *e = strmap_get(&r->listed, r->pending[i].objkey);
+		if (e)
+			e->value = NULL;
+		free(r->pending[i].objkey);
+		free(r->pending[i].data);
+	}
+	r->npending = 0;
+	r->pending_bytes = 0;
+}
+
+static void replace_free(struct er_replace *r)
+{
+	pending_clear(r);
+	free(r->pending);
+	strmap_free(&r->listed);
+	view_rec_free(&r->rec);
+	free(r->component);
+	free(r->group);
+	free(r->version);
+	free(r->resource);
+	free(r->views_key);
+	free(r->root);
+	free(r);
+}
+
+/* ---- one step: writes, releases and (at the end) the view set ---- */
+
+struct view_update {
+	const struct view_rec *rec;
+	uint64_t rv;
+};
+
+struct step {
+	struct pending *writes;
+	size_t nwrites;
+	char **releases;
+	size_t nreleases;
+	const struct er_release_rule *rule;
+	const struct view_update *view; /* NULL: not in this step */
+};
+
+/* Plan the view set's new value, guarded by the record as read. */
+static int plan_view(struct er_replace *r, struct er_plan *p, const struct view_update *v,
+		     const struct etcd_range_result *read)
+{
+	struct view_set set = {0};
+	if (read->n && view_set_decode(read->kvs[0].value, read->kvs[0].value_len, &set) < 0)
+		log_warn("etcd store: view set %s unreadable: rewritten", r->views_key);
+	struct buf value = BUF_INIT;
+	int rc = view_set_put(&set, v->rec, v->rv);
+	if (rc == 0)
+		rc = view_set_encode(&set, &value);
+	view_set_free(&set);
+	if (rc < 0) {
+		buf_free(&value);
+		return -1;
+	}
+	er_plan_same(p, r->views_key, read->n ? read->kvs[0].mod_revision : 0);
+	size_t len = value.len;
+	const char *kept = er_plan_keep(p, buf_steal(&value));
+	er_plan_put(p, r->views_key, kept, p->oom ? 0 : len);
+	return 0;
+}
+
+static enum etcd_err step_try(struct er_replace *r, const struct step *st, struct er_target *t,
+			      bool *ok)
+{
+	struct etcd_store *es = r->es;
+	size_t n = st->nwrites + st->nreleases;
+	for (size_t i = 0; i < n; i++) {
+		bool w = i < st->nwrites;
+		t[i].objkey = w ? st->writes[i].objkey : st->releases[i - st->nwrites];
+		t[i].want_object = !w && st->rule;
+	}
+	struct etcd_range_result view = {0};
+	enum etcd_err e =
+	    er_read_targets(es, r->component, t, n, st->view ? r->views_key : NULL, &view);
+	struct er_plan p = {0};
+	bool held = false;
+	for (size_t i = 0; e == ETCD_OK && i < st->nwrites; i++) {
+		const struct pending *w = &st->writes[i];
+		const struct er_meta *m = &t[i].meta;
+		bool write = !m->present || w->rv > m->rv;
+		held |=
+		    er_plan_hold(es, &p, r->component, w->objkey, m, write, w->data, w->len, w->rv);
+	}
+	for (size_t i = st->nwrites; e == ETCD_OK && i < n; i++)
+		if (er_rule_allows(st->rule, t[i].objkey, &t[i].meta, &t[i].object))
+			er_plan_release(es, &p, r->component, t[i].objkey, &t[i].meta);
+	if (e == ETCD_OK && st->view && plan_view(r, &p, st->view, &view) < 0)
+		e = ETCD_NOMEM;
+	if (e == ETCD_OK && (held || st->view))
+		er_plan_put(&p, er_plan_keep(&p, er_registry_key(es, r->component)), "", 0);
+	*ok = true;
+	if (e == ETCD_OK && p.nops)
+		e = er_plan_run(es, &p, ok);
+	er_plan_free(&p);
+	etcd_range_result_free(&view);
+	er_targets_free(t, n);
+	memset(t, 0, n * sizeof *t);
+	return e;
+}
+
+/* Run a step until its compares hold; etcd's size errors are returned for
+ * the caller to split on. */
+static enum etcd_err step_run(struct er_replace *r, const struct step *st)
+{
+	size_t n = st->nwrites + st->nreleases;
+	struct er_target *t = calloc(n ? n : 1, sizeof *t);
+	if (!t)
+		return ETCD_NOMEM;
+	enum etcd_err e = ETCD_OK;
+	bool ok = false;
+	for (int attempt = 0; attempt < ER_RETRIES; attempt++) {
+		e = step_try(r, st, t, &ok);
+		if (e != ETCD_OK || ok)
+			break;
+		er_backoff(r->es, attempt);
+	}
+	free(t);
+	if (e == ETCD_OK && !ok) {
+		log_warn("etcd store: %s: records kept changing under a replace; gave up",
+			 r->views_key);
+		return ETCD_ERROR;
+	}
+	return e;
+}
+
+static bool too_big(enum etcd_err e)
+{
+	return e == ETCD_TOO_MANY_OPS || e == ETCD_TOO_LARGE;
+}
+
+/* Write objects, halving the step while etcd finds it too big (a cluster
+ * run with limits below the defaults). */
+static enum etcd_err write_objects(struct er_replace *r, struct pending *w, size_t n)
+{
+	struct step st = {w, n, NULL, 0, NULL, NULL};
+	enum etcd_err e = step_run(r, &st);
+	if (!too_big(e) || n < 2)
+		return e;
+	atomic_fetch_add(&r->es->splits, 1);
+	e = write_objects(r, w, n / 2);
+	return e == ETCD_OK ? write_objects(r, w + n / 2, n - n / 2) : e;
+}
+
+static enum store_err flush(struct er_replace *r)
+{
+	enum etcd_err e = r->npending ? write_objects(r, r->pending, r->npending) : ETCD_OK;
+	pending_clear(r);
+	return er_fail(e);
+}
+
+/* ---- the session ---- */
+
+enum store_err er_replace_begin(struct store *s, const struct store_view *view,
+				struct store_replace **out)
+{
+	struct etcd_store *es = es_of(s);
+	*out = NULL;
+	struct er_replace *r = calloc(1, sizeof *r);
+	if (!r)
+		return STORE_NOMEM;
+	r->base.store = s;
+	r->es = es;
+	char *resdir = NULL;
+	enum store_err e = view_identity(view, KEY_LAYOUT_ENHANCED, &r->rec, &resdir);
+	if (e == STORE_OK) {
+		r->component = strdup(view->component);
+		r->group = strdup(view->gvr.group ? view->gvr.group : "");
+		r->version = strdup(view->gvr.version ? view->gvr.version : "");
+		r->resource = strdup(view->gvr.resource);
+		r->views_key = er_views_key(es, view->component, resdir);
+		r->is_ns_resource = !strcmp(view->gvr.resource, "namespaces");
+		struct store_key_info info = {view->component,
+					      view->gvr.group,
+					      view->gvr.version,
+					      view->gvr.resource,
+					      "",
+					      ""};
+		struct store_key k;
+		e = key_build_etcd(es->prefix, &info, &k);
+		if (e == STORE_OK) {
+			r->res_root_len = strlen(k.path);
+			struct buf root = BUF_INIT;
+			if (buf_printf(&root, "%s%s%s", k.path, r->rec.namespace,
+				       *r->rec.namespace && !r->is_ns_resource ? "/" : "") == 0)
+				r->root = buf_steal(&root);
+			store_key_free(&k);
+		}
+		if (e == STORE_OK && (!r->component || !r->group || !r->version || !r->resource ||
+				      !r->views_key || !r->root))
+			e = STORE_NOMEM;
+	}
+	free(resdir);
+	if (e != STORE_OK) {
+		replace_free(r);
+		return e;
+	}
+	r->gvr = (struct store_gvr){r->group, r->version, r->resource};
+	*out = &r->base;
+	return STORE_OK;
+}
+
+static enum store_err check_item(const struct er_replace *r, const struct store_item *it)
+{
+	const char *ns = it->namespace && !r->is_ns_resource ? it->namespace : "";
+	if (!it->name || !key_segment_ok(it->name, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	if (*r->rec.namespace && !r->is_ns_resource && strcmp(ns, r->rec.namespace))
+		return STORE_INVALID_CONTENT; /* not under the view's root */
+	if (!it->data || !it->len)
+		return STORE_EMPTY_CONTENT;
+	return STORE_OK;
+}
+
+enum store_err er_replace_add(struct store_replace *sr, const struct store_item *it)
+{
+	struct er_replace *r = (struct er_replace *)sr;
+	enum store_err e = check_item(r, it);
+	if (e != STORE_OK)
+		return e;
+	struct store_key_info info = {
+	    r->component, r->group, r->version, r->resource, r->is_ns_resource ? "" : it->namespace,
+	    it->name};
+	struct store_key k;
+	if ((e = key_build_etcd(r->es->prefix, &info, &k)) != STORE_OK)
+		return e;
+	char *data = malloc(it->len);
+	struct strmap_entry *l = strmap_get(&r->listed, k.path);
+	if (!l && data)
+		l = strmap_put(&r->listed, k.path, NULL);
+	if (!l || !data) {
+		free(data);
+		store_key_free(&k);
+		return STORE_NOMEM;
+	}
+	memcpy(data, it->data, it->len);
+	l->num = it->rv;
+	struct pending *p;
+	if (l->value) { /* listed twice in this step: the later copy wins */
+		p = &r->pending[(uintptr_t)l->value - 1];
+		r->pending_bytes -= p->len;
+		free(p->data);
+		store_key_free(&k);
+	} else {
+		if (r->npending == r->cap_pending) {
+			size_t cap = r->cap_pending ? r->cap_pending * 2 : ER_BATCH;
+			struct pending *v = realloc(r->pending, cap * sizeof *v);
+			if (!v) {
+				free(data);
+				store_key_free(&k);
+				return STORE_NOMEM;
+			}
+			r->pending = v;
+			r->cap_pending = cap;
+		}
+		p = &r->pending[r->npending++];
+		p->objkey = k.path;
+		k.path = NULL;
+		store_key_free(&k);
+		l->value = (void *)(uintptr_t)r->npending;
+	}
+	p->data = data;
+	p->len = it->len;
+	p->rv = it->rv;
+	r->pending_bytes += it->len;
+	if (r->npending >= ER_BATCH || r->pending_bytes >= ER_TXN_BYTES)
+		return flush(r);
+	return STORE_OK;
+}
+
+void er_replace_abort(struct store_replace *sr)
+{
+	if (sr)
+		replace_free((struct er_replace *)sr);
+}
+
+/* ---- commit ---- */
+
+struct matchers {
+	struct view_matcher self, *others;
+	size_t nothers;
+	struct view_set set;
+};
+
+static void matchers_free(struct matchers *m)
+{
+	view_matcher_free(&m->self);
+	for (size_t i = 0; i < m->nothers; i++)
+		view_matcher_free(&m->others[i]);
+	free(m->others);
+	view_set_free(&m->set);
+	memset(m, 0, sizeof *m);
+}
+
+/* The views the release rule needs: this one, and the component's others. */
+static enum store_err matchers_load(struct er_replace *r, struct matchers *m)
+{
+	memset(m, 0, sizeof *m);
+	struct etcd_range_result vr;
+	enum etcd_err e = etcd_range(r->es->c, r->views_key, strlen(r->views_key), NULL, &vr);
+	if (e != ETCD_OK)
+		return er_fail(e);
+	if (vr.n && view_set_decode(vr.kvs[0].value, vr.kvs[0].value_len, &m->set) < 0)
+		memset(&m->set, 0, sizeof m->set);
+	etcd_range_result_free(&vr);
+	if (view_matcher_init(&m->self, &r->rec) < 0)
+		return STORE_NOMEM;
+	m->others = calloc(m->set.n ? m->set.n : 1, sizeof *m->others);
+	if (!m->others)
+		return STORE_NOMEM;
+	for (size_t i = 0; i < m->set.n; i++) {
+		const struct view_rec *v = &m->set.v[i];
+		if (!strcmp(v->namespace, r->rec.namespace) &&
+		    !strcmp(v->label_selector, r->rec.label_selector) &&
+		    !strcmp(v->field_selector, r->rec.field_selector))
+			continue;
+		if (view_matcher_init(&m->others[m->nothers], v) < 0)
+			return STORE_NOMEM;
+		m->nothers++;
+	}
+	return STORE_OK;
+}
+
+/* What the component holds in the view's collection that the list lacked. */
+static enum store_err vanished(struct er_replace *r, struct er_keys *out)
+{
+	struct er_keys held = {0};
+	enum etcd_err e = er_held_keys(r->es, r->component, r->root, &held);
+	for (size_t i = 0; e == ETCD_OK && i < held.n; i++) {
+		if (strmap_get(&r->listed, held.v[i]))
+			continue;
+		/* keep only objects of this collection, not of deeper paths */
+		if (strchr(held.v[i] + strlen(r->root), '/') && *r->rec.namespace)
+			continue;
+		if (er_keys_add(out, held.v[i], strlen(held.v[i])) < 0)
+			e = ETCD_NOMEM;
+	}
+	er_keys_free(&held);
+	return er_fail(e);
+}
+
+static enum store_err commit(struct er_replace *r, uint64_t list_rv)
+{
+	struct er_keys gone = {0};
+	struct matchers m;
+	enum store_err se = matchers_load(r, &m);
+	if (se == STORE_OK)
+		se = vanished(r, &gone);
+	struct er_release_rule rule = {list_rv, r->res_root_len, &m.self, m.others, m.nothers};
+	struct view_update vu = {&r->rec, list_rv};
+	enum etcd_err e = ETCD_OK;
+	bool done = false;
+	if (se == STORE_OK && r->npending + gone.n <= ER_BATCH) {
+		/* all in one Txn */
+		struct step st = {r->pending, r->npending, gone.v, gone.n, &rule, &vu};
+		e = step_run(r, &st);
+		done = !too_big(e);
+	}
+	if (se == STORE_OK && !done) {
+		se = flush(r);
+		if (se == STORE_OK)
+			se = er_release(r->es, r->component, gone.v, gone.n, &rule);
+		if (se == STORE_OK) {
+			struct step st = {NULL, 0, NULL, 0, NULL, &vu};
+			e = step_run(r, &st);
+		}
+	}
+	if (se == STORE_OK)
+		se = er_fail(e);
+	er_keys_free(&gone);
+	matchers_free(&m);
+	return se;
+}
+
+enum store_err er_replace_commit(struct store_replace *sr, uint64_t list_rv)
+{
+	struct er_replace *r = (struct er_replace *)sr;
+	enum store_err e = commit(r, list_rv);
+	replace_free(r);
+	return e;
+}
