@@ -27,6 +27,7 @@ py:tests/e2e/test_online.py
 py:tests/e2e/test_tls.py
 py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py
+py:tests/e2e/test_etcd_hub.py
 "
 
 total_pass=0

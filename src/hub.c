@@ -10,6 +10,9 @@
 #include "hub.h"
 
 #include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
 #include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,10 +77,81 @@ static void log_startup(const struct config *cfg)
 	buf_free(&ups);
 }
 
+/* ---- housekeeping of the etcd store: a thread that wakes now and then ---- */
+
+#define HOUSEKEEPING_INTERVAL_S 600 /* also the age at which tombstones go */
+
+struct housekeeping {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	struct store *store;
+};
+
+static void *housekeeping_main(void *arg)
+{
+	struct housekeeping *k = arg;
+	pthread_mutex_lock(&k->mu);
+	while (!k->stop) {
+		struct timespec until;
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += HOUSEKEEPING_INTERVAL_S;
+		if (pthread_cond_timedwait(&k->cv, &k->mu, &until) != ETIMEDOUT || k->stop)
+			continue;
+		pthread_mutex_unlock(&k->mu);
+		long n = etcd_store_gc(k->store, HOUSEKEEPING_INTERVAL_S);
+		if (n < 0)
+			log_warn("etcd store housekeeping failed; tried again in %d s",
+				 HOUSEKEEPING_INTERVAL_S);
+		else if (n > 0)
+			log_info("etcd store housekeeping: %ld stale records removed", n);
+		pthread_mutex_lock(&k->mu);
+	}
+	pthread_mutex_unlock(&k->mu);
+	return NULL;
+}
+
+static struct housekeeping *housekeeping_start(struct store *s)
+{
+	struct housekeeping *k = calloc(1, sizeof *k);
+	if (!k)
+		return NULL;
+	k->store = s;
+	if (pthread_mutex_init(&k->mu, NULL) != 0) {
+		free(k);
+		return NULL;
+	}
+	if (pthread_cond_init(&k->cv, NULL) != 0 ||
+	    pthread_create(&k->thread, NULL, housekeeping_main, k) != 0) {
+		pthread_cond_destroy(&k->cv);
+		pthread_mutex_destroy(&k->mu);
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+static void housekeeping_stop(struct housekeeping *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->mu);
+	k->stop = true;
+	pthread_cond_signal(&k->cv);
+	pthread_mutex_unlock(&k->mu);
+	pthread_join(k->thread, NULL);
+	pthread_cond_destroy(&k->cv);
+	pthread_mutex_destroy(&k->mu);
+	free(k);
+}
+
 static int start(struct hub *h)
 {
 	char *err = NULL;
 	if (!(h->store = open_store(h->cfg)))
+		return -1;
+	if (h->cfg->storage == STORAGE_ETCD && !(h->housekeeping = housekeeping_start(h->store)))
 		return -1;
 	atomic_store(&h->ready, true);
 	if (upstream_init(&h->upstream, h->cfg, &err) < 0) {
@@ -108,6 +182,7 @@ static void stop(struct hub *h)
 	outbox_close(h->outbox);
 	health_free(h->health);
 	cache_manager_free(h->cache); /* finishes what was queued */
+	housekeeping_stop(h->housekeeping);
 	store_close(h->store);
 	upstream_free(&h->upstream);
 	cache_agents_free(&h->agents);

@@ -36,8 +36,9 @@ struct hub {
 	struct outbox *outbox; /* offline Events, sent when the cloud is back */
 	struct metrics metrics;
 	struct server *server;
-	atomic_bool ready;    /* the store has recovered */
-	atomic_bool stopping; /* shutting down: long requests end */
+	struct housekeeping *housekeeping; /* the etcd store's tombstones and strays */
+	atomic_bool ready;		   /* the store has recovered */
+	atomic_bool stopping;		   /* shutting down: long requests end */
 };
 
 /* Start everything, serve until SIGTERM/SIGINT, stop everything.  Returns

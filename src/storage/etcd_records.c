@@ -290,6 +290,17 @@ void er_targets_free(struct er_target *t, size_t n)
 	}
 }
 
+static void meta_reset(struct er_meta *m)
+{
+	free(m->holders);
+	m->holders = NULL;
+	m->present = m->ours = false;
+	m->nholders = 0;
+	m->deleted_at = 0;
+	m->mod = 0;
+	m->rv = 0;
+}
+
 /* One read-only Txn over targets [from, to); ranges in order: (extra,)
  * then per target its S/m record (and object). */
 static enum etcd_err read_chunk(struct etcd_store *es, const char *component, struct er_target *t,
@@ -341,13 +352,7 @@ static enum etcd_err read_chunk(struct etcd_store *es, const char *component, st
 	}
 	for (size_t i = from; i < to && e == ETCD_OK; i++) {
 		struct etcd_range_result *mr = &r.ranges[k++];
-		free(t[i].meta.holders);
-		t[i].meta.holders = NULL;
-		t[i].meta.present = t[i].meta.ours = false;
-		t[i].meta.nholders = 0;
-		t[i].meta.deleted_at = 0;
-		t[i].meta.mod = 0;
-		t[i].meta.rv = 0;
+		meta_reset(&t[i].meta);
 		if (mr->n && meta_take(es, component, &t[i].meta, &mr->kvs[0]) < 0)
 			e = ETCD_NOMEM;
 		if (t[i].want_object) {
@@ -360,11 +365,67 @@ static enum etcd_err read_chunk(struct etcd_store *es, const char *component, st
 	return e;
 }
 
+static int cmp_kv_key(const void *key, const void *kv)
+{
+	return strcmp(key, ((const struct etcd_kv *)kv)->key);
+}
+
+/* The S/m records of targets that lie close together in key order (a list
+ * comes sorted) with one range over their span: 1 if done, 0 if the span
+ * holds too much else and the records must be read one by one. */
+static int read_span(struct etcd_store *es, const char *component, struct er_target *t, size_t n,
+		     enum etcd_err *err)
+{
+	size_t lo = 0, hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!t[i].meta.key && !(t[i].meta.key = er_meta_key(es, t[i].objkey))) {
+			*err = ETCD_NOMEM;
+			return 1;
+		}
+		if (strcmp(t[i].meta.key, t[lo].meta.key) < 0)
+			lo = i;
+		if (strcmp(t[i].meta.key, t[hi].meta.key) > 0)
+			hi = i;
+	}
+	struct buf end = BUF_INIT;
+	if (buf_append_str(&end, t[hi].meta.key) < 0 || buf_append_char(&end, '\0') < 0) {
+		buf_free(&end);
+		*err = ETCD_NOMEM;
+		return 1;
+	}
+	struct etcd_range_opts o = {end.data, end.len, (int64_t)(2 * n + 8), 0, false, false};
+	struct etcd_range_result r;
+	*err = etcd_range(es->c, t[lo].meta.key, strlen(t[lo].meta.key), &o, &r);
+	atomic_fetch_add(&es->read_txns, 1);
+	buf_free(&end);
+	if (*err != ETCD_OK)
+		return 1;
+	if (r.more) {
+		etcd_range_result_free(&r);
+		return 0;
+	}
+	for (size_t i = 0; i < n && *err == ETCD_OK; i++) {
+		meta_reset(&t[i].meta);
+		const struct etcd_kv *kv =
+		    r.n ? bsearch(t[i].meta.key, r.kvs, r.n, sizeof *r.kvs, cmp_kv_key) : NULL;
+		if (kv && meta_take(es, component, &t[i].meta, kv) < 0)
+			*err = ETCD_NOMEM;
+	}
+	etcd_range_result_free(&r);
+	return 1;
+}
+
 enum etcd_err er_read_targets(struct etcd_store *es, const char *component, struct er_target *t,
 			      size_t n, const char *extra_key, struct etcd_range_result *extra)
 {
 	if (!n && !extra_key)
 		return ETCD_OK;
+	bool objects = false;
+	for (size_t i = 0; i < n; i++)
+		objects |= t[i].want_object;
+	enum etcd_err span_err;
+	if (!extra_key && !objects && n >= 8 && read_span(es, component, t, n, &span_err))
+		return span_err;
 	size_t from = 0;
 	bool first = true;
 	do {

@@ -20,6 +20,7 @@
  * at real resourceVersions with complete records; the next list finishes
  * the job (docs/etcd-store.md).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,29 @@ struct pending {
 	char *objkey, *data;
 	size_t len;
 	uint64_t rv;
+};
+
+/* A big list is written by ER_WRITERS threads, each taking a full batch
+ * while the list keeps streaming in: while one step's Txn is applied, the
+ * next step's records are read.  Batches touch different objects, and each
+ * is guarded on its own, so their order does not matter. */
+#define ER_WRITERS 2
+
+struct batch {
+	struct batch *next;
+	struct pending *items;
+	size_t n;
+};
+
+struct writers {
+	pthread_t th[ER_WRITERS];
+	int nthreads;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct batch *head, *tail;
+	size_t queued, busy;
+	bool closing;
+	enum etcd_err err; /* the first failure */
 };
 
 struct er_replace {
@@ -49,7 +73,22 @@ struct er_replace {
 	struct strmap listed; /* object keys added; num: rv, value: pending slot + 1 */
 	struct pending *pending;
 	size_t npending, cap_pending, pending_bytes;
+	struct writers w;
+	bool writing; /* the writer threads run */
 };
+
+static void batch_free(struct batch *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		free(b->items[i].objkey);
+		free(b->items[i].data);
+	}
+	free(b->items);
+	free(b);
+}
+
+static enum etcd_err write_objects(struct er_replace *r, struct pending *w, size_t n);
+static void writers_stop(struct er_replace *r);
 
 static void pending_clear(struct er_replace *r)
 {
@@ -66,6 +105,7 @@ static void pending_clear(struct er_replace *r)
 
 static void replace_free(struct er_replace *r)
 {
+	writers_stop(r);
 	pending_clear(r);
 	free(r->pending);
 	strmap_free(&r->listed);
@@ -200,6 +240,136 @@ static enum etcd_err write_objects(struct er_replace *r, struct pending *w, size
 	return e == ETCD_OK ? write_objects(r, w + n / 2, n - n / 2) : e;
 }
 
+/* ---- the writer threads ---- */
+
+static void *writer_main(void *arg)
+{
+	struct er_replace *r = arg;
+	struct writers *w = &r->w;
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		while (!w->head && !w->closing)
+			pthread_cond_wait(&w->cv, &w->mu);
+		struct batch *b = w->head;
+		if (!b)
+			break;
+		w->head = b->next;
+		if (!w->head)
+			w->tail = NULL;
+		w->queued--;
+		w->busy++;
+		bool failed = w->err != ETCD_OK;
+		pthread_mutex_unlock(&w->mu);
+		enum etcd_err e = failed ? ETCD_OK : write_objects(r, b->items, b->n);
+		batch_free(b);
+		pthread_mutex_lock(&w->mu);
+		w->busy--;
+		if (e != ETCD_OK && w->err == ETCD_OK)
+			w->err = e;
+		pthread_cond_broadcast(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static bool writers_start(struct er_replace *r)
+{
+	struct writers *w = &r->w;
+	memset(w, 0, sizeof *w);
+	if (pthread_mutex_init(&w->mu, NULL) != 0)
+		return false;
+	if (pthread_cond_init(&w->cv, NULL) != 0) {
+		pthread_mutex_destroy(&w->mu);
+		return false;
+	}
+	while (w->nthreads < ER_WRITERS &&
+	       pthread_create(&w->th[w->nthreads], NULL, writer_main, r) == 0)
+		w->nthreads++;
+	r->writing = true;
+	if (w->nthreads == 0) {
+		writers_stop(r);
+		return false;
+	}
+	return true;
+}
+
+/* Wait for every queued batch to be written; the first failure. */
+static enum etcd_err writers_drain(struct er_replace *r)
+{
+	if (!r->writing)
+		return ETCD_OK;
+	struct writers *w = &r->w;
+	pthread_mutex_lock(&w->mu);
+	while (w->head || w->busy)
+		pthread_cond_wait(&w->cv, &w->mu);
+	enum etcd_err e = w->err;
+	pthread_mutex_unlock(&w->mu);
+	return e;
+}
+
+static void writers_stop(struct er_replace *r)
+{
+	if (!r->writing)
+		return;
+	struct writers *w = &r->w;
+	pthread_mutex_lock(&w->mu);
+	w->closing = true;
+	pthread_cond_broadcast(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	for (int i = 0; i < w->nthreads; i++)
+		pthread_join(w->th[i], NULL);
+	while (w->head) {
+		struct batch *b = w->head;
+		w->head = b->next;
+		batch_free(b);
+	}
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	r->writing = false;
+}
+
+/* Give the pending objects to the writers (waiting while ER_WRITERS
+ * batches are queued already).  ETCD_OK, or a writer's failure. */
+static enum etcd_err hand_off(struct er_replace *r)
+{
+	struct batch *b = calloc(1, sizeof *b);
+	struct pending *fresh = calloc(ER_BATCH, sizeof *fresh);
+	if (!b || !fresh) {
+		free(b);
+		free(fresh);
+		return ETCD_NOMEM;
+	}
+	for (size_t i = 0; i < r->npending; i++) {
+		struct strmap_entry *e = strmap_get(&r->listed, r->pending[i].objkey);
+		if (e)
+			e->value = NULL; /* a later copy goes in a later batch */
+	}
+	b->items = r->pending;
+	b->n = r->npending;
+	r->pending = fresh;
+	r->cap_pending = ER_BATCH;
+	r->npending = 0;
+	r->pending_bytes = 0;
+	struct writers *w = &r->w;
+	pthread_mutex_lock(&w->mu);
+	while (w->queued >= ER_WRITERS && w->err == ETCD_OK)
+		pthread_cond_wait(&w->cv, &w->mu);
+	enum etcd_err e = w->err;
+	if (e == ETCD_OK) {
+		if (w->tail)
+			w->tail->next = b;
+		else
+			w->head = b;
+		w->tail = b;
+		w->queued++;
+		pthread_cond_signal(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (e != ETCD_OK)
+		batch_free(b);
+	return e;
+}
+
 static enum store_err flush(struct er_replace *r)
 {
 	enum etcd_err e = r->npending ? write_objects(r, r->pending, r->npending) : ETCD_OK;
@@ -323,9 +493,11 @@ enum store_err er_replace_add(struct store_replace *sr, const struct store_item 
 	p->len = it->len;
 	p->rv = it->rv;
 	r->pending_bytes += it->len;
-	if (r->npending >= ER_BATCH || r->pending_bytes >= ER_TXN_BYTES)
-		return flush(r);
-	return STORE_OK;
+	if (r->npending < ER_BATCH && r->pending_bytes < ER_TXN_BYTES)
+		return STORE_OK;
+	if (r->writing || writers_start(r))
+		return er_fail(hand_off(r));
+	return flush(r);
 }
 
 void er_replace_abort(struct store_replace *sr)
@@ -402,8 +574,10 @@ static enum store_err vanished(struct er_replace *r, struct er_keys *out)
 static enum store_err commit(struct er_replace *r, uint64_t list_rv)
 {
 	struct er_keys gone = {0};
-	struct matchers m;
-	enum store_err se = matchers_load(r, &m);
+	struct matchers m = {0};
+	enum store_err se = er_fail(writers_drain(r));
+	if (se == STORE_OK)
+		se = matchers_load(r, &m);
 	if (se == STORE_OK)
 		se = vanished(r, &gone);
 	struct er_release_rule rule = {list_rv, r->res_root_len, &m.self, m.others, m.nothers};

@@ -106,17 +106,72 @@ class Double:
         self.log.close()
 
 
+class Etcd:
+    """A throw-away etcd (Debian's etcd-server) on two free loopback ports with
+    a temporary data directory, stopped by PID."""
+
+    def __init__(self, workdir, name="etcd"):
+        self.dir = os.path.join(workdir, name)
+        self.client_port = free_port()
+        self.peer_port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.client_port
+        self.logpath = self.dir + ".log"
+        self.proc = None
+        self.start()
+
+    def start(self):
+        peer = "http://127.0.0.1:%d" % self.peer_port
+        self.log = open(self.logpath, "ab")
+        self.proc = subprocess.Popen(
+            ["/usr/bin/etcd", "--name", "e2e", "--data-dir", self.dir,
+             "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
+             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+             "--initial-cluster", "e2e=" + peer, "--log-level", "error"],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(self.healthy, 20, step=0.1, what="etcd")
+
+    def healthy(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError("etcd exited with %s" % self.proc.returncode)
+        try:
+            s, _, body = get("127.0.0.1", self.client_port, "/health", timeout=2)
+            return s == 200 and json.loads(body).get("health") == "true"
+        except (OSError, ValueError):
+            return False
+
+    def ctl(self, *args):
+        """etcdctl against this etcd: (exit code, stdout)."""
+        env = dict(os.environ, ETCDCTL_API="3")
+        p = subprocess.run(["etcdctl", "--endpoints=" + self.url, *args], capture_output=True,
+                           timeout=30, env=env)
+        return p.returncode, p.stdout.decode()
+
+    def keys(self, prefix):
+        rc, out = self.ctl("get", "--prefix", "--keys-only", prefix)
+        return [k for k in out.splitlines() if k] if rc == 0 else None
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+
+
 class Hub:
     """The yurthub binary under test."""
 
-    def __init__(self, workdir, servers, extra=(), cache=None, name="hub"):
+    def __init__(self, workdir, servers, extra=(), cache=None, name="hub", node="node1"):
         self.workdir = workdir
         self.cache = cache or os.path.join(workdir, name + "-cache")
         self.proxy_port = free_port()
         self.serve_port = free_port()
         self.url = "http://127.0.0.1:%d" % self.proxy_port
         self.logpath = os.path.join(workdir, name + ".log")
-        self.args = [HUB_BIN, "--server-addr=" + ",".join(servers), "--node-name=node1",
+        self.args = [HUB_BIN, "--server-addr=" + ",".join(servers), "--node-name=" + node,
                      "--proxy-port=%d" % self.proxy_port, "--serve-port=%d" % self.serve_port,
                      "--proxy-secure-port=0", "--disk-cache-path=" + self.cache,
                      "--heartbeat-interval-seconds=1", "-v", "2", *extra]
