@@ -510,8 +510,9 @@ void er_replace_abort(struct store_replace *sr)
 
 struct matchers {
 	struct view_matcher self, *others;
-	size_t nothers;
-	struct view_set set;
+	size_t nothers, cap;
+	struct view_set *sets;
+	size_t nsets;
 };
 
 static void matchers_free(struct matchers *m)
@@ -520,37 +521,96 @@ static void matchers_free(struct matchers *m)
 	for (size_t i = 0; i < m->nothers; i++)
 		view_matcher_free(&m->others[i]);
 	free(m->others);
-	view_set_free(&m->set);
+	for (size_t i = 0; i < m->nsets; i++)
+		view_set_free(&m->sets[i]);
+	free(m->sets);
 	memset(m, 0, sizeof *m);
 }
 
-/* The views the release rule needs: this one, and the component's others. */
+static bool same_view(const struct view_rec *a, const struct view_rec *b)
+{
+	return !strcmp(a->namespace, b->namespace) &&
+	       !strcmp(a->label_selector, b->label_selector) &&
+	       !strcmp(a->field_selector, b->field_selector);
+}
+
+/* Does the view record at key (S/v/<node>/<comp>/<resource dir>) cover the
+ * same etcd collection as this replace?  Another version of the resource
+ * (endpointslices v1 and v1beta1), or a group kube-apiserver stores in the
+ * same place (events and events.k8s.io), does. */
+static bool same_collection(const struct er_replace *r, const char *key, size_t prefix_len)
+{
+	char *res, *ver, *grp;
+	if (key_parse_resource_dir(key + prefix_len, &res, &ver, &grp) < 0)
+		return false;
+	char *path = key_etcd_resource_path(grp, res);
+	char *ours = key_etcd_resource_path(r->group, r->resource);
+	bool same = path && ours && !strcmp(path, ours);
+	free(path);
+	free(ours);
+	free(res);
+	free(ver);
+	free(grp);
+	return same;
+}
+
+static int matchers_add_set(struct er_replace *r, struct matchers *m, const struct etcd_kv *kv)
+{
+	struct view_set *sets = realloc(m->sets, (m->nsets + 1) * sizeof *sets);
+	if (!sets)
+		return -1;
+	m->sets = sets;
+	struct view_set *set = &m->sets[m->nsets];
+	memset(set, 0, sizeof *set);
+	if (view_set_decode(kv->value, kv->value_len, set) < 0)
+		return 0; /* unreadable: covers nothing (it is rewritten at its next list) */
+	m->nsets++;
+	bool own = !strcmp(kv->key, r->views_key);
+	for (size_t i = 0; i < set->n; i++) {
+		if (own && same_view(&set->v[i], &r->rec))
+			continue;
+		if (m->nothers == m->cap) {
+			size_t cap = m->cap ? m->cap * 2 : 8;
+			struct view_matcher *v = realloc(m->others, cap * sizeof *v);
+			if (!v)
+				return -1;
+			m->others = v;
+			m->cap = cap;
+		}
+		if (view_matcher_init(&m->others[m->nothers], &set->v[i]) < 0)
+			return -1;
+		m->nothers++;
+	}
+	return 0;
+}
+
+/* The views the release rule needs: this one, and the component's others
+ * over the same etcd collection. */
 static enum store_err matchers_load(struct er_replace *r, struct matchers *m)
 {
 	memset(m, 0, sizeof *m);
-	struct etcd_range_result vr;
-	enum etcd_err e = etcd_range(r->es->c, r->views_key, strlen(r->views_key), NULL, &vr);
-	if (e != ETCD_OK)
-		return er_fail(e);
-	if (vr.n && view_set_decode(vr.kvs[0].value, vr.kvs[0].value_len, &m->set) < 0)
-		memset(&m->set, 0, sizeof m->set);
-	etcd_range_result_free(&vr);
 	if (view_matcher_init(&m->self, &r->rec) < 0)
 		return STORE_NOMEM;
-	m->others = calloc(m->set.n ? m->set.n : 1, sizeof *m->others);
-	if (!m->others)
+	struct buf prefix = BUF_INIT, end = BUF_INIT;
+	if (buf_printf(&prefix, "%s/v/%s/%s/", r->es->side, r->es->node, r->component) < 0 ||
+	    etcd_prefix_end(prefix.data, prefix.len, &end) < 0) {
+		buf_free(&prefix);
+		buf_free(&end);
 		return STORE_NOMEM;
-	for (size_t i = 0; i < m->set.n; i++) {
-		const struct view_rec *v = &m->set.v[i];
-		if (!strcmp(v->namespace, r->rec.namespace) &&
-		    !strcmp(v->label_selector, r->rec.label_selector) &&
-		    !strcmp(v->field_selector, r->rec.field_selector))
-			continue;
-		if (view_matcher_init(&m->others[m->nothers], v) < 0)
-			return STORE_NOMEM;
-		m->nothers++;
 	}
-	return STORE_OK;
+	struct etcd_range_opts o = {end.data, end.len, 0, 0, false, false};
+	struct etcd_range_result vr;
+	enum etcd_err e = etcd_range(r->es->c, prefix.data, prefix.len, &o, &vr);
+	bool read = e == ETCD_OK;
+	for (size_t i = 0; e == ETCD_OK && i < vr.n; i++)
+		if (same_collection(r, vr.kvs[i].key, prefix.len) &&
+		    matchers_add_set(r, m, &vr.kvs[i]) < 0)
+			e = ETCD_NOMEM;
+	if (read)
+		etcd_range_result_free(&vr);
+	buf_free(&prefix);
+	buf_free(&end);
+	return er_fail(e);
 }
 
 /* What the component holds in the view's collection that the list lacked. */

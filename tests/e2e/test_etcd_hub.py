@@ -89,6 +89,18 @@ def test_online_then_offline(t, double, etcd, hub):
     t.check("yurthub cache views", rc == 0 and "spec.nodeName=node1" in out, out + err)
     rc, out, err = cache_cmd(etcd, "node1", "verify")
     t.check("yurthub cache verify: no problem", rc == 0, out + err)
+    rc, out, err = cache_cmd(etcd, "node1", "get", "kubelet", "pods.v1.core", ns, "nope")
+    t.check("yurthub cache get of a missing object: exit 1", rc == 1 and "not found" in err, err)
+    rc, out, err = cache_cmd(etcd, "node1", "recover")
+    t.check("yurthub cache recover on etcd: a usage error", rc == 2, err)
+    p = subprocess.run([HUB_BIN, "cache", "--etcd-servers=" + etcd.url, "ls"],
+                       capture_output=True, timeout=30)
+    t.check("yurthub cache on etcd without --node-name: a usage error",
+            p.returncode == 2 and b"--node-name" in p.stderr, p.stderr)
+    p = subprocess.run([HUB_BIN, "cache", "--etcd-servers=http://127.0.0.1:1", "--node-name=n",
+                        "ls"], capture_output=True, timeout=30)
+    t.check("yurthub cache on an etcd that is not there: exit 1, says so",
+            p.returncode == 1 and b"unavailable" in p.stderr, p.stderr)
 
     double.cut("refuse")
     hub_get(hub, "/api/v1/namespaces/default/pods", KUBELET)

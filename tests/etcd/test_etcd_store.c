@@ -294,6 +294,7 @@ static void test_etcd_down_fails_fast_and_recovers(void **state)
 	struct buf b = BUF_INIT;
 	assert_int_equal(store_get(f->a, &k, &b), STORE_UNAVAILABLE);
 	assert_int_equal(replace_pods(f->a, "kubelet", "", "", 12, "a/p1 a/p3"), STORE_UNAVAILABLE);
+	assert_int_equal(store_delete_component(f->a, "kubelet"), STORE_UNAVAILABLE);
 	assert_int_equal(etcd_proc_restart(&proc), 0);
 	/* the same store handle works again, without reopening */
 	assert_int_equal(store_create(f->a, &k, j, strlen(j)), STORE_OK);
@@ -377,6 +378,12 @@ static void test_names_with_punctuation(void **state)
 		assert_int_equal(rv_of(f->a, "pods", "ns", names[i]), i + 1);
 	/* and each one goes when it vanishes */
 	assert_int_equal(replace_pods(f->a, "kubelet", "", "", 20, "ns/g:h@4"), STORE_OK);
+	assert_pods_in_etcd(f->prefix, "ns/g:h");
+	/* component names may have : and @ too (the records separate on / and space) */
+	assert_int_equal(replace_pods(f->a, "system:node@x", "", "", 30, "ns/g:h@4 ns/i_j@25"),
+			 STORE_OK);
+	assert_listed(f->a, "system:node@x", "pods", "", "ns/g:h ns/i_j");
+	assert_int_equal(store_delete_component(f->a, "system:node@x"), STORE_OK);
 	assert_pods_in_etcd(f->prefix, "ns/g:h");
 	assert_records_ok(f->a);
 	buf_free(&want);
@@ -606,6 +613,63 @@ static void test_object_leaving_a_filtered_view_lives_on(void **state)
 	assert_records_ok(f->a);
 }
 
+/* endpointslices v1 and v1beta1 share one etcd collection: relisting one
+ * version must not drop what the other version's view still lists */
+static void test_two_versions_share_a_collection(void **state)
+{
+	struct fx *f = *state;
+	const char *g = "discovery.k8s.io";
+	struct store_view v1 = {"kube-proxy", {g, "v1", "endpointslices"}, "", "", ""};
+	struct store_view v1b = {"kube-proxy", {g, "v1beta1", "endpointslices"}, "", "", ""};
+	char *j = obj("EndpointSlice", "x", "s1", 5);
+	struct store_item it = {"x", "s1", 5, j, strlen(j)};
+	assert_int_equal(store_replace_view(f->a, &v1, 10, &it, 1), STORE_OK);
+	assert_int_equal(store_replace_view(f->a, &v1b, 10, &it, 1), STORE_OK);
+	assert_int_equal(store_replace_view(f->a, &v1b, 20, NULL, 0), STORE_OK);
+	char *got = listed(f->a, "kube-proxy", g, "endpointslices", "");
+	assert_string_equal(got, "x/s1"); /* the v1 view still has it */
+	free(got);
+	/* a view of another collection is no such cover */
+	struct store_view pods = {"kube-proxy", {"", "v1", "pods"}, "", "", ""};
+	assert_int_equal(store_replace_view(f->a, &pods, 10, NULL, 0), STORE_OK);
+	struct store_view v1n = {"kube-proxy", {g, "v1", "endpointslices"}, "x", "", ""};
+	assert_int_equal(store_delete_component(f->a, "kube-proxy"), STORE_OK);
+	assert_int_equal(store_replace_view(f->a, &v1n, 30, &it, 1), STORE_OK);
+	assert_int_equal(store_replace_view(f->a, &pods, 31, NULL, 0), STORE_OK);
+	assert_int_equal(store_replace_view(f->a, &v1n, 32, NULL, 0), STORE_OK);
+	got = listed(f->a, "kube-proxy", g, "endpointslices", "");
+	assert_string_equal(got, "");
+	free(got);
+	free(j);
+	assert_records_ok(f->a);
+}
+
+/* an object written by someone else (a kube-apiserver on the same etcd):
+ * no records beside it; the store still reads, updates and holds it */
+static void test_object_written_by_someone_else(void **state)
+{
+	struct fx *f = *state;
+	char key[256];
+	snprintf(key, sizeof key, "%s/pods/a/foreign", f->prefix);
+	char *j = obj("Pod", "a", "foreign", 7);
+	struct etcd_op put = {ETCD_OP_PUT, key, strlen(key), j, strlen(j), NULL, 0};
+	struct etcd_txn t = {NULL, 0, &put, NULL, 1, 0};
+	struct etcd_txn_result r;
+	assert_int_equal(etcd_txn(raw, &t, &r), ETCD_OK);
+	etcd_txn_result_free(&r);
+	assert_int_equal(rv_of(f->a, "pods", "a", "foreign"), 7);
+	struct store_key k = key_res(f->a, "kubelet", "", "pods", "a", "foreign");
+	assert_int_equal(store_create(f->a, &k, j, strlen(j)), STORE_EXISTS);
+	free(j);
+	j = obj("Pod", "a", "foreign", 9);
+	assert_int_equal(store_update(f->a, &k, j, strlen(j), 9, NULL), STORE_OK);
+	assert_int_equal(rv_of(f->a, "pods", "a", "foreign"), 9);
+	assert_listed(f->a, "kubelet", "pods", "", "a/foreign");
+	assert_records_ok(f->a);
+	free(j);
+	store_key_free(&k);
+}
+
 static void test_gc_drops_holdings_of_objects_deleted_behind_our_back(void **state)
 {
 	struct fx *f = *state;
@@ -648,6 +712,10 @@ static void test_replace_10k_objects(void **state)
 	assert_int_equal(rv_of(f->a, "pods", "load", "pod-00001"), 20101);
 	assert_int_equal(rv_of(f->a, "pods", "load", "pod-00000"), 0);
 	assert_records_ok(f->a);
+	/* and the component's cleanup, 9,000 objects, under the same limits */
+	assert_int_equal(store_delete_component(f->a, "kubelet"), STORE_OK);
+	assert_int_equal(check_count(raw, p), 0);
+	assert_records_ok(f->a);
 }
 
 static int group_setup(void **state)
@@ -688,6 +756,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_stale_list_does_not_resurrect, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_object_leaving_a_filtered_view_lives_on, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_two_versions_share_a_collection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_object_written_by_someone_else, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_gc_drops_holdings_of_objects_deleted_behind_our_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_10k_objects, setup, teardown),
