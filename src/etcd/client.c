@@ -6,6 +6,7 @@
  * A small locked pool of easy handles keeps connections alive across calls.
  */
 #include "etcd/client.h"
+#include "etcd/client_internal.h"
 
 #include <curl/curl.h>
 #include <errno.h>
@@ -1268,4 +1269,92 @@ enum etcd_err etcd_watch(struct etcd_client *c, const char *key, size_t key_len,
 	buf_free(&w.data);
 	buf_free(&req);
 	return e;
+}
+
+/* ---- the decoders without a connection (client_internal.h) ---- */
+
+static enum etcd_err parse_body(const char *p, size_t len, json_t **out)
+{
+	char *eps[] = {(char *)"(no endpoint)"};
+	struct etcd_client c = {.endpoints = eps, .n = 1};
+	struct attempt a = {.c = &c, .path = ""};
+	*out = NULL;
+	return parse_object(&a, p, len, out);
+}
+
+enum etcd_err etcd_parse_range_json(const char *p, size_t len, struct etcd_range_result *out)
+{
+	json_t *j;
+	memset(out, 0, sizeof *out);
+	enum etcd_err e = parse_body(p, len, &j);
+	if (!e)
+		e = decode_range(j, out);
+	json_decref(j);
+	return e;
+}
+
+enum etcd_err etcd_parse_txn_json(const char *p, size_t len, const struct etcd_txn *t,
+				  struct etcd_txn_result *out)
+{
+	json_t *j;
+	memset(out, 0, sizeof *out);
+	enum etcd_err e = parse_body(p, len, &j);
+	if (!e)
+		e = decode_txn(j, t, out);
+	if (e)
+		etcd_txn_result_free(out);
+	json_decref(j);
+	return e;
+}
+
+enum etcd_err etcd_parse_deleterange_json(const char *p, size_t len, int64_t *deleted)
+{
+	json_t *j;
+	*deleted = 0;
+	enum etcd_err e = parse_body(p, len, &j);
+	if (!e)
+		e = get_i64(j, "deleted", deleted);
+	json_decref(j);
+	return e;
+}
+
+enum etcd_err etcd_parse_status_json(const char *p, size_t len, struct etcd_status *out)
+{
+	json_t *j;
+	memset(out, 0, sizeof *out);
+	enum etcd_err e = parse_body(p, len, &j);
+	if (!e)
+		e = decode_status(j, out);
+	json_decref(j);
+	return e;
+}
+
+enum etcd_err etcd_parse_error_json(long status, bool idempotent, const char *p, size_t len,
+				    bool *retry)
+{
+	char *eps[] = {(char *)"(no endpoint)"};
+	struct etcd_client c = {.endpoints = eps, .n = 1};
+	struct attempt a = {.c = &c, .path = "", .idempotent = idempotent};
+	struct buf body = BUF_INIT;
+	if (buf_append(&body, p, len) < 0)
+		return nomem();
+	enum etcd_err e = http_error(&a, status, &body);
+	buf_free(&body);
+	*retry = a.retry;
+	return e;
+}
+
+/* As attempt_watch and watch_ended do once the answer is known to be 200. */
+enum etcd_err etcd_parse_watch_stream(const char *const *chunks, const size_t *lens, size_t n,
+				      etcd_watch_fn fn, void *ctx)
+{
+	struct watch w = {.fn = fn, .ctx = ctx, .status = 200, .data = BUF_INIT};
+	for (size_t i = 0; i < n && !w.done; i++)
+		on_watch_data((char *)chunks[i], 1, lens[i], &w);
+	if (!w.done && w.data.len > 0)
+		watch_line(&w, w.data.data, w.data.len);
+	buf_free(&w.data);
+	if (w.done)
+		return w.result;
+	return fail(ETCD_UNAVAILABLE, "etcd: the watch stream ended");
 }

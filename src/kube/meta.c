@@ -30,6 +30,7 @@ struct meta_parse {
 	enum meta_slot slot;	/* picked field named by the latest key at depth 1 or 2 */
 	bool in_metadata;	/* the depth-2 container is the top-level metadata object */
 	bool rv_found;		/* rv-only mode: canceled because the field was seen */
+	bool nul_name, nul_ns;	/* the latest name / namespace held a NUL */
 };
 
 static bool key_is(const unsigned char *key, size_t len, const char *want)
@@ -147,6 +148,14 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
 		return 1;
 	if (!p->meta)
 		return on_string_rv_only(p, slot, s, len);
+	/* Parsed here, by its length, as kube_meta_rv and the stream decoders
+	 * do: "1\u0000" is no revision at all, not revision 1. */
+	if (slot == SLOT_RESOURCE_VERSION)
+		kube_rv_parse((const char *)s, len, &p->meta->rv);
+	if (slot == SLOT_NAME)
+		p->nul_name = memchr(s, '\0', len) != NULL;
+	if (slot == SLOT_NAMESPACE)
+		p->nul_ns = memchr(s, '\0', len) != NULL;
 	return store_string(slot_field(p->meta, slot), s, len);
 }
 
@@ -252,8 +261,7 @@ int kube_meta_parse(const char *json, size_t len, struct kube_meta *m)
 		kube_meta_free(m);
 		return -1;
 	}
-	if (m->resource_version)
-		kube_rv_parse(m->resource_version, strlen(m->resource_version), &m->rv);
+	m->nul_in_name = p.nul_name || p.nul_ns;
 	return 0;
 }
 

@@ -18,6 +18,9 @@ struct kube_meta {
 	char *resource_version;	      /* NULL when absent */
 	uint64_t rv;		      /* parsed resource_version, 0 if absent/unparsable */
 	int has_metadata;	      /* a "metadata" object was present */
+	/* name or namespace held "\u0000": its C string is cut there and would
+	 * name another object, so it must not become a key */
+	int nul_in_name;
 };
 
 /* 0 on success; -1 when the bytes are not exactly one JSON object (then *m is

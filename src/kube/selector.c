@@ -1221,12 +1221,36 @@ static bool requirement_may_match(const struct requirement *r, const char *json,
 	return false;
 }
 
+/* Is a character that verbatim() allows written as a \u escape somewhere in
+ * json ("\u0077eb" is "web")?  Then the raw bytes cannot rule a value out.
+ * The API server escapes only <, > and & that way, so in practice the quick
+ * look keeps working. */
+static bool escapes_verbatim(const char *json, size_t len)
+{
+	static const char hex[] = "0123456789abcdef0123456789ABCDEF";
+	const char *end = json + len, *p = json;
+
+	while ((p = memmem(p, (size_t)(end - p), "\\u00", 4)) && end - p >= 6) {
+		const char *hi = memchr(hex, p[4], sizeof(hex) - 1);
+		const char *lo = memchr(hex, p[5], sizeof(hex) - 1);
+		char c[2] = {0, 0};
+
+		if (hi && lo) {
+			c[0] = (char)(((hi - hex) % 16) << 4 | (lo - hex) % 16);
+			if (verbatim(c))
+				return true;
+		}
+		p += 4;
+	}
+	return false;
+}
+
 bool selector_may_match(const struct selector *s, const char *json, size_t len)
 {
 	if (!s || !json)
 		return true;
 	for (size_t i = 0; i < s->n; i++)
 		if (!requirement_may_match(&s->reqs[i], json, len))
-			return false;
+			return escapes_verbatim(json, len);
 	return true;
 }

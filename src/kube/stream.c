@@ -9,6 +9,18 @@
  * handed out in place; one spanning chunks is gathered in `held`, the only
  * copy, which never holds more than one object.
  *
+ * The bounds of stream.h are checked as tokens end (progress()), as an
+ * object's bytes are kept (span_save, span_end) and as containers open, so
+ * that the verdict is the same however the body is cut into chunks.
+ *
+ * yajl keeps a token cut by a chunk end and reads it again from its start
+ * with the next chunk, so a long string fed in small chunks costs quadratic
+ * time (an 8 MiB one in 16 KiB chunks: two seconds).  The bytes after the latest
+ * token are followed (scan()); once a string has gone on for GATHER_FROM
+ * bytes, input is gathered instead of parsed until the string ends or the
+ * gathered part is as long as what yajl holds, which makes the cost linear.
+ * A number or literal that long is refused: none is.
+ *
  * list_meta.kind is truncated to 63 bytes (on a UTF-8 boundary): it is only
  * informational.  A list resourceVersion longer than 31 bytes is rejected
  * (-1): a truncated one would name another revision.  A watch event with two
@@ -27,6 +39,17 @@
 
 #include "kube/meta.h"
 #include "util/buf.h"
+
+#define GATHER_FROM (4u << 10)
+
+/* What the bytes after the latest token are, as far as scanned. */
+enum scan {
+	SCAN_SPACE, /* whitespace, ',' and ':' (tokens without a callback) */
+	SCAN_STRING,
+	SCAN_NUMBER,
+	SCAN_OTHER, /* a literal, or what yajl will refuse */
+	SCAN_END,   /* the token ended: yajl's callback follows */
+};
 
 /* What the next value means, named by the latest key. */
 enum slot {
@@ -75,9 +98,15 @@ struct core {
 	size_t obj_depth; /* depth at which the object's own keys arrive */
 	const char *chunk;
 	size_t chunk_len;
-	unsigned long long fed; /* bytes before the current chunk */
-	bool at_end;		/* in finish: errors are at byte `fed` */
-	size_t depth;		/* open containers */
+	unsigned long long fed;	    /* bytes before the current chunk */
+	unsigned long long mark;    /* where the latest token ended */
+	enum scan scan;		    /* what follows the mark */
+	bool escaped;		    /* in a string: the last byte escapes the next */
+	unsigned long long scan_at; /* the next byte to scan */
+	struct buf gathered;	    /* input not given to yajl yet */
+	bool gathering;
+	bool at_end;  /* in finish: errors are at byte `fed` */
+	size_t depth; /* open containers */
 	enum slot slot;
 	bool in_obj;
 	struct span span;
@@ -106,9 +135,11 @@ struct watch_decoder {
 
 /* Records the first error as "<what> at byte N[: detail]", on one line;
  * returns 0 so that yajl callbacks can cancel with it. */
+static unsigned long long position(const struct core *c);
+
 static int fail_detail(struct core *c, const char *what, const char *detail, size_t len)
 {
-	unsigned long long at = c->fed + (c->at_end ? 0 : yajl_get_bytes_consumed(c->h));
+	unsigned long long at = position(c);
 
 	if (c->failed)
 		return 0;
@@ -143,6 +174,27 @@ static int parse_failed(struct core *c)
 	if (msg)
 		yajl_free_error(c->h, msg);
 	return -1;
+}
+
+/* Where yajl is in the body; between parses, the end of the input. */
+static unsigned long long position(const struct core *c)
+{
+	if (c->at_end)
+		return c->fed;
+	return c->chunk ? c->fed + yajl_get_bytes_consumed(c->h) : c->fed + c->gathered.len;
+}
+
+/* A token ended: it and the whitespace before it stay within the bound. */
+static int progress(struct core *c)
+{
+	unsigned long long at = position(c);
+
+	if (at - c->mark > STREAM_OBJECT_MAX)
+		return fail(c, "no JSON token ends within 8 MiB");
+	c->mark = c->scan_at = at;
+	c->scan = SCAN_SPACE;
+	c->escaped = false;
+	return 1;
 }
 
 static const char *core_error(const struct core *c)
@@ -181,6 +233,8 @@ static int span_end(struct core *c)
 
 	if (at == 0 || at > c->chunk_len || c->chunk[at - 1] != '}')
 		return fail(c, "internal error: lost an object's '}'");
+	if ((s->in_held ? s->held.len + at : at - s->start) > STREAM_OBJECT_MAX)
+		return fail(c, "an object larger than 8 MiB");
 	if (s->in_held && buf_append(&s->held, c->chunk, at) < 0)
 		return fail(c, "out of memory");
 	s->end = at;
@@ -199,6 +253,8 @@ static int span_save(struct core *c)
 		return 1;
 	from = s->in_held ? 0 : s->start;
 	to = s->done ? s->end : c->chunk_len;
+	if (s->held.len + (to - from) > STREAM_OBJECT_MAX)
+		return fail(c, "an object larger than 8 MiB");
 	if (buf_append(&s->held, c->chunk + from, to - from) < 0)
 		return fail(c, "out of memory");
 	s->in_held = true;
@@ -312,6 +368,9 @@ static int pick_value(struct core *c, enum slot slot, enum vtype t, const char *
 		p->code = parse_long(s, len, &code) == 0 && code >= 0 && code <= 999 ? code : 0;
 	else if (t == V_STRING && slot == SLOT_INITIAL_END)
 		p->initial_end = len == 4 && memcmp(s, "true", 4) == 0;
+	else if (t == V_STRING && (slot == SLOT_NAME || slot == SLOT_NAMESPACE) &&
+		 memchr(s, '\0', len))
+		return fail_detail(c, "a NUL byte in an object's name or namespace", s, len);
 	else if (t == V_STRING && (field = pick_string_field(p, slot)))
 		return keep(c, field, s, len);
 	return 1;
@@ -551,6 +610,8 @@ static int on_value(struct core *c, enum vtype t, const char *s, size_t len)
 	enum slot slot = c->slot;
 
 	c->slot = SLOT_NONE;
+	if (!progress(c))
+		return 0;
 	if (c->depth == 0) {
 		if (t != V_MAP)
 			return fail(c, "not a JSON object");
@@ -586,28 +647,32 @@ static int on_string(void *ctx, const unsigned char *s, size_t len)
 	return on_value(ctx, V_STRING, (const char *)s, len);
 }
 
-static int on_start_map(void *ctx)
+static int open_container(struct core *c, enum vtype t)
 {
-	struct core *c = ctx;
-	int ok = on_value(c, V_MAP, NULL, 0);
+	int ok = on_value(c, t, NULL, 0);
 
+	if (ok && c->depth >= STREAM_DEPTH_MAX)
+		ok = fail(c, "JSON nested too deep");
 	c->depth++;
 	return ok;
 }
 
+static int on_start_map(void *ctx)
+{
+	return open_container(ctx, V_MAP);
+}
+
 static int on_start_array(void *ctx)
 {
-	struct core *c = ctx;
-	int ok = on_value(c, V_ARRAY, NULL, 0);
-
-	c->depth++;
-	return ok;
+	return open_container(ctx, V_ARRAY);
 }
 
 static int on_map_key(void *ctx, const unsigned char *key, size_t len)
 {
 	struct core *c = ctx;
 
+	if (!progress(c))
+		return 0;
 	if (c->in_obj)
 		c->slot = pick_key_slot(c, key, len);
 	else if (c->is_watch)
@@ -629,6 +694,8 @@ static int on_end(void *ctx)
 {
 	struct core *c = ctx;
 
+	if (!progress(c))
+		return 0;
 	c->depth--;
 	c->slot = SLOT_NONE;
 	if (c->in_obj) {
@@ -675,9 +742,108 @@ static void core_free(struct core *c)
 {
 	if (c->h)
 		yajl_free(c->h);
+	buf_free(&c->gathered);
 	buf_free(&c->span.held);
 	pick_free(&c->pick);
 	buf_free(&c->err);
+}
+
+static enum scan scan_byte(struct core *c, unsigned char b)
+{
+	switch (c->scan) {
+	case SCAN_SPACE:
+		if (b == '"')
+			return SCAN_STRING;
+		if (b == '-' || (b >= '0' && b <= '9'))
+			return SCAN_NUMBER;
+		return b && strchr(" \t\n\v\f\r,:", b) ? SCAN_SPACE : SCAN_OTHER;
+	case SCAN_STRING:
+		if (c->escaped)
+			c->escaped = false;
+		else if (b == '\\')
+			c->escaped = true;
+		else if (b == '"')
+			return SCAN_END;
+		return SCAN_STRING;
+	case SCAN_NUMBER:
+		return (b >= '0' && b <= '9') || (b && strchr("+-.eE", b)) ? SCAN_NUMBER : SCAN_END;
+	default:
+		return c->scan;
+	}
+}
+
+/* Follows data (at offset `at` of the body) from scan_at on; stops where the
+ * token ends, since yajl's callback there starts the next scan. */
+static void scan(struct core *c, const char *data, size_t len, unsigned long long at)
+{
+	size_t i = c->scan_at > at ? (size_t)(c->scan_at - at) : 0;
+
+	for (; i < len && c->scan != SCAN_END && c->scan != SCAN_OTHER; i++)
+		c->scan = scan_byte(c, (unsigned char)data[i]);
+	if (i <= len)
+		c->scan_at = at + i;
+}
+
+static int parse_chunk(struct core *c, const char *data, size_t len)
+{
+	c->chunk = data;
+	c->chunk_len = len;
+	if (yajl_parse(c->h, (const unsigned char *)data, len) != yajl_status_ok)
+		return parse_failed(c);
+	scan(c, data, len, c->fed);
+	if (!span_save(c))
+		return -1;
+	c->chunk = NULL;
+	c->chunk_len = 0;
+	c->fed += len;
+	return 0;
+}
+
+/* After input was parsed or gathered: the bounds, and whether to gather. */
+static int after_input(struct core *c)
+{
+	unsigned long long since = c->fed + c->gathered.len - c->mark;
+
+	if (since > STREAM_OBJECT_MAX) {
+		fail(c, "no JSON token ends within 8 MiB");
+		return -1;
+	}
+	if (since <= GATHER_FROM || c->scan == SCAN_SPACE || c->scan == SCAN_END)
+		return 0;
+	if (c->scan != SCAN_STRING) {
+		fail(c, "a JSON number or literal longer than 4 KiB");
+		return -1;
+	}
+	c->gathering = true;
+	return 0;
+}
+
+/* Gives yajl what was gathered, in one piece. */
+static int flush_gathered(struct core *c)
+{
+	int rc;
+
+	c->gathering = false;
+	if (!c->gathered.len)
+		return 0;
+	rc = parse_chunk(c, c->gathered.data, c->gathered.len);
+	buf_reset(&c->gathered);
+	return rc < 0 ? -1 : after_input(c);
+}
+
+/* While a long string goes on: keep the input until the string ends, or
+ * until there is as much of it as yajl holds (each parse then at least
+ * doubles what yajl re-reads, so the re-reading adds up to linear). */
+static int gather(struct core *c, const char *data, size_t len)
+{
+	scan(c, data, len, c->fed + c->gathered.len);
+	if (buf_append(&c->gathered, data, len) < 0) {
+		fail(c, "out of memory");
+		return -1;
+	}
+	if (c->scan == SCAN_STRING && c->gathered.len < c->fed - c->mark)
+		return after_input(c);
+	return flush_gathered(c);
 }
 
 static int core_feed(struct core *c, const char *data, size_t len)
@@ -686,16 +852,11 @@ static int core_feed(struct core *c, const char *data, size_t len)
 		return -1;
 	if (len == 0)
 		return 0;
-	c->chunk = data;
-	c->chunk_len = len;
-	if (yajl_parse(c->h, (const unsigned char *)data, len) != yajl_status_ok)
-		return parse_failed(c);
-	if (!span_save(c))
+	if (c->gathering)
+		return gather(c, data, len);
+	if (parse_chunk(c, data, len) < 0)
 		return -1;
-	c->chunk = NULL;
-	c->chunk_len = 0;
-	c->fed += len;
-	return 0;
+	return after_input(c);
 }
 
 /* ---- list API ---- */
@@ -725,7 +886,7 @@ int list_decoder_finish(struct list_decoder *d, struct list_meta *meta)
 {
 	struct core *c = &d->c;
 
-	if (c->failed)
+	if (c->failed || flush_gathered(c) < 0)
 		return -1;
 	c->at_end = true;
 	if (c->depth != 0) {
@@ -794,7 +955,7 @@ int watch_decoder_finish(struct watch_decoder *w)
 {
 	struct core *c = &w->c;
 
-	if (c->failed)
+	if (c->failed || flush_gathered(c) < 0)
 		return -1;
 	c->at_end = true;
 	if (c->depth != 0) {

@@ -16,8 +16,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Bounds on what the decoders accept, so that a broken or hostile upstream
+ * costs bounded memory and time (feed returns -1 past one of them):
+ * - no object (list item, watch event object) over STREAM_OBJECT_MAX bytes:
+ *   etcd stores at most 1.5 MiB by default, so this is far above any real
+ *   object, and it bounds the one copy the decoder keeps;
+ * - no more than STREAM_OBJECT_MAX bytes without a JSON token ending: an
+ *   endless string would be held whole, an endless run of whitespace (what
+ *   a gzip bomb inflates to) would cost time; no number over 4 KiB;
+ * - no nesting deeper than STREAM_DEPTH_MAX (encoding/json's own limit),
+ *   which bounds yajl's stack of open containers. */
+#define STREAM_OBJECT_MAX (8u << 20)
+#define STREAM_DEPTH_MAX  10000
+
 /* What the decoders pick from an object. Strings are NUL-terminated, "" when
- * absent, and valid only during the callback. */
+ * absent, and valid only during the callback.  A name or namespace holding
+ * "\u0000" is an error (-1): cut at the NUL it would name another object. */
 struct stream_object {
 	const char *data; /* the object's bytes, exactly as received */
 	size_t len;

@@ -20,6 +20,7 @@
 #include "kube/meta.h"
 #include "kube/selector.h"
 #include "proxy/local.h"
+#include "proxy/local_internal.h"
 #include "server/respond.h"
 #include "server/server.h"
 #include "util/base64.h"
@@ -193,7 +194,7 @@ struct list_gen {
 	char *last; /* "ns/name" of the last item sent */
 };
 
-static int continue_token(struct buf *out, uint64_t rv, const char *start)
+int local_continue_token(struct buf *out, uint64_t rv, const char *start)
 {
 	struct buf raw = BUF_INIT;
 	int rc = buf_printf(&raw, "%llu\n%s", (unsigned long long)rv, start);
@@ -203,7 +204,7 @@ static int continue_token(struct buf *out, uint64_t rv, const char *start)
 }
 
 /* "rv\nns/name" in base64; 0 with *start malloc'ed, or -1. */
-static int parse_continue(const char *token, uint64_t *rv, char **start)
+int local_parse_continue(const char *token, uint64_t *rv, char **start)
 {
 	struct buf raw = BUF_INIT;
 	*start = NULL;
@@ -275,7 +276,7 @@ static int list_produce(struct list_gen *l)
 				    (unsigned long long)gen_rv(&l->g));
 		if (rc == 0 && l->more && l->last) {
 			rc = buf_append_str(o, ",\"continue\":\"");
-			rc = rc ? rc : continue_token(o, gen_rv(&l->g), l->last);
+			rc = rc ? rc : local_continue_token(o, gen_rv(&l->g), l->last);
 			rc = rc ? rc : buf_append_str(o, "\"");
 		}
 		return rc ? rc : buf_append_str(o, "}}\n");
@@ -352,7 +353,8 @@ enum MHD_Result local_list(struct hub *h, struct MHD_Connection *c, struct reque
 	free(fs);
 	if (!component)
 		return never_listed(req, c);
-	if (*ri->continue_token && parse_continue(ri->continue_token, &token_rv, &start) < 0) {
+	if (*ri->continue_token &&
+	    local_parse_continue(ri->continue_token, &token_rv, &start) < 0) {
 		free(component);
 		return local_status(req, c, 400, "invalid continue token");
 	}

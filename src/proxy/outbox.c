@@ -6,6 +6,7 @@
  * JSON record {"uri":...,"contentType":...,"body":...}.
  */
 #include "proxy/outbox.h"
+#include "proxy/outbox_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -164,48 +165,86 @@ static size_t discard(char *p, size_t sz, size_t n, void *ctx)
 	return sz * n;
 }
 
-/* POST one record; the HTTP status, or 0 when the cloud was not reached. */
-static long send_record(struct outbox *o, const char *text, size_t len)
+void outbox_record_free(struct outbox_record *r)
 {
+	free(r->uri);
+	free(r->content_type);
+	free(r->body);
+	memset(r, 0, sizeof *r);
+}
+
+/* Sent as it is, s must stay one line of the request: a record is written
+ * by outbox_add from what a client sent, so a control byte here is damage
+ * from outside, and a CR or LF would add header lines of its own. */
+static bool one_line(const char *s, bool tab_ok)
+{
+	for (; *s; s++)
+		if (((unsigned char)*s < 0x20 && !(tab_ok && *s == '\t')) || *s == 0x7f)
+			return false;
+	return true;
+}
+
+int outbox_record_decode(const char *text, size_t len, struct outbox_record *out)
+{
+	memset(out, 0, sizeof *out);
 	json_t *rec = json_loadb(text, len, 0, NULL);
 	const char *uri = json_string_value(json_object_get(rec, "uri"));
 	const char *ct = json_string_value(json_object_get(rec, "contentType"));
 	json_t *body = json_object_get(rec, "body");
-	struct backend *b = upstream_pick(o->u, 0);
-	long code = -1; /* a record that does not parse is dropped */
-	if (uri && ct && json_is_string(body) && uri[0] == '/' && b) {
-		CURL *e = upstream_easy(o->u, b, true);
-		struct buf url = BUF_INIT, ctype = BUF_INIT;
-		struct curl_slist *h = NULL;
-		char *auth = upstream_auth_header(o->u);
-		if (e && buf_printf(&url, "%s%s", b->url, uri) == 0 &&
-		    buf_printf(&ctype, "Content-Type: %s", ct) == 0) {
-			h = curl_slist_append(h, ctype.data);
-			h = curl_slist_append(h, "Expect:");
-			if (auth)
-				h = curl_slist_append(h, auth);
-			curl_easy_setopt(e, CURLOPT_URL, url.data);
-			curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-			curl_easy_setopt(e, CURLOPT_POSTFIELDS, json_string_value(body));
-			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
-					 (curl_off_t)json_string_length(body));
-			curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-			curl_easy_setopt(e, CURLOPT_TIMEOUT, SEND_TIMEOUT);
-			curl_easy_setopt(e, CURLOPT_USERAGENT, "yurthub/outbox");
-			code = 0;
-			if (curl_easy_perform(e) == CURLE_OK)
-				curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	int rc = -1;
+	if (uri && ct && json_is_string(body) && uri[0] == '/' && !strchr(uri, ' ') &&
+	    one_line(uri, false) && one_line(ct, true)) {
+		out->uri = strdup(uri);
+		out->content_type = strdup(ct);
+		out->body_len = json_string_length(body);
+		out->body = malloc(out->body_len + 1);
+		if (out->uri && out->content_type && out->body) {
+			memcpy(out->body, json_string_value(body), out->body_len + 1);
+			rc = 0;
 		}
-		free(auth);
-		curl_slist_free_all(h);
-		buf_free(&url);
-		buf_free(&ctype);
-		if (e)
-			curl_easy_cleanup(e);
-	} else if (!b) {
-		code = 0;
 	}
 	json_decref(rec);
+	if (rc < 0)
+		outbox_record_free(out);
+	return rc;
+}
+
+/* POST one record; the HTTP status, or 0 when the cloud was not reached. */
+static long send_record(struct outbox *o, const char *text, size_t len)
+{
+	struct outbox_record r;
+	if (outbox_record_decode(text, len, &r) < 0)
+		return -1; /* a record that does not parse is dropped */
+	struct backend *b = upstream_pick(o->u, 0);
+	long code = b ? -1 : 0;
+	CURL *e = b ? upstream_easy(o->u, b, true) : NULL;
+	struct buf url = BUF_INIT, ctype = BUF_INIT;
+	struct curl_slist *h = NULL;
+	char *auth = e ? upstream_auth_header(o->u) : NULL;
+	if (e && buf_printf(&url, "%s%s", b->url, r.uri) == 0 &&
+	    buf_printf(&ctype, "Content-Type: %s", r.content_type) == 0) {
+		code = 0;
+		h = curl_slist_append(h, ctype.data);
+		h = curl_slist_append(h, "Expect:");
+		if (auth)
+			h = curl_slist_append(h, auth);
+		curl_easy_setopt(e, CURLOPT_URL, url.data);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r.body_len);
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+		curl_easy_setopt(e, CURLOPT_TIMEOUT, SEND_TIMEOUT);
+		curl_easy_setopt(e, CURLOPT_USERAGENT, "yurthub/outbox");
+		if (curl_easy_perform(e) == CURLE_OK)
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	}
+	free(auth);
+	curl_slist_free_all(h);
+	buf_free(&url);
+	buf_free(&ctype);
+	if (e)
+		curl_easy_cleanup(e);
+	outbox_record_free(&r);
 	return code;
 }
 

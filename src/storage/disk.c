@@ -259,8 +259,8 @@ static enum store_err check_content(const struct store_key *key, const char *dat
 		return STORE_EMPTY_CONTENT;
 	struct kube_meta m;
 	enum store_err e = STORE_OK;
-	if (kube_meta_parse(data, len, &m) < 0)
-		e = STORE_INVALID_CONTENT;
+	if (kube_meta_parse(data, len, &m) < 0 || m.nul_in_name)
+		e = STORE_INVALID_CONTENT; /* "a\u0000b" is not object "a" */
 	else if (m.name && strcmp(m.name, key->name))
 		e = STORE_INVALID_CONTENT;
 	else if (m.namespace && *m.namespace && *key->namespace &&

@@ -88,4 +88,19 @@ int disk_recover(struct disk_store *d, struct disk_recovery_report *report, char
 /* Roll one journal record forward or back (used by recovery). */
 int disk_journal_apply(struct disk_store *d, const char *name, bool *forward);
 
+/* A journal record (see write_journal in disk_replace.c), decoded and
+ * checked: every path it names stays inside the cache directory. */
+struct disk_journal_rec {
+	char *tree;	 /* the new tree's name in staging/: "r<n>" */
+	char *target;	 /* the tree it replaces: <component>/<resdir>[/<ns>] */
+	char *component; /* whose view set the replace writes */
+	char *resdir;
+	uint64_t ino; /* the new tree's inode: the swap happened if target has it */
+	struct view_set views;
+};
+
+/* 0, or -1 for bytes that are not such a record (it is then rolled back). */
+int disk_journal_decode(const char *data, size_t len, struct disk_journal_rec *out);
+void disk_journal_rec_free(struct disk_journal_rec *r);
+
 #endif

@@ -167,61 +167,118 @@ static bool relative_path_ok(const char *p)
 	}
 }
 
-static int views_from_text(const char *text, struct view_set *set)
+void disk_journal_rec_free(struct disk_journal_rec *r)
 {
-	return view_set_decode(text, strlen(text), set);
+	free(r->tree);
+	free(r->target);
+	free(r->component);
+	free(r->resdir);
+	view_set_free(&r->views);
+	memset(r, 0, sizeof *r);
+}
+
+static char *json_strdup(json_t *j, const char *name)
+{
+	const char *s = json_string_value(json_object_get(j, name));
+	return s ? strdup(s) : NULL;
+}
+
+/* The target is the tree write_journal names: <component>/<resdir>, or a
+ * namespace in it.  Anything else would let a damaged record rename or
+ * write outside the resource it is about. */
+static bool target_ok(const struct disk_journal_rec *r)
+{
+	size_t cl = strlen(r->component), rl = strlen(r->resdir);
+	const char *t = r->target;
+	if (strncmp(t, r->component, cl) || t[cl] != '/' || strncmp(t + cl + 1, r->resdir, rl))
+		return false;
+	t += cl + 1 + rl;
+	return !*t || (*t == '/' && key_segment_ok(t + 1, KEY_NAME_MAX));
+}
+
+/* A resource directory's name: its parts use no '/' and it is never "..". */
+static bool resdir_ok(const char *resdir)
+{
+	char *res, *ver, *grp;
+	if (key_parse_resource_dir(resdir, &res, &ver, &grp) < 0)
+		return false;
+	free(res);
+	free(ver);
+	free(grp);
+	return true;
+}
+
+int disk_journal_decode(const char *data, size_t len, struct disk_journal_rec *out)
+{
+	memset(out, 0, sizeof *out);
+	json_t *j = json_loadb(data, len, 0, NULL);
+	const char *op = json_string_value(json_object_get(j, "op"));
+	const char *ino = json_string_value(json_object_get(j, "ino"));
+	const char *views = json_string_value(json_object_get(j, "views"));
+	out->tree = json_strdup(j, "tree");
+	out->target = json_strdup(j, "target");
+	out->component = json_strdup(j, "component");
+	out->resdir = json_strdup(j, "resdir");
+	int rc = -1;
+	if (op && !strcmp(op, "replace") && ino && views && out->tree && out->target &&
+	    out->component && out->resdir && key_component_ok(out->component) &&
+	    out->tree[0] == 'r' && !strchr(out->tree, '/') && relative_path_ok(out->target) &&
+	    resdir_ok(out->resdir) && target_ok(out) &&
+	    view_set_decode(views, strlen(views), &out->views) == 0) {
+		kube_rv_parse(ino, strlen(ino), &out->ino);
+		rc = 0;
+	}
+	json_decref(j);
+	if (rc < 0)
+		disk_journal_rec_free(out);
+	return rc;
+}
+
+/* Finish or undo the replace a decoded record announces. */
+static int journal_roll(struct disk_store *d, const struct disk_journal_rec *r, bool *forward)
+{
+	int rc = 0;
+	struct stat st;
+	char old[64];
+	snprintf(old, sizeof old, "%so", r->tree);
+	if (fs_stat_at(d->base_fd, r->target, &st) == 0 && (uint64_t)st.st_ino == r->ino) {
+		rc = disk_views_save(d, r->component, r->resdir, &r->views);
+		if (rc < 0)
+			return rc;
+		*forward = true;
+	} else if (fs_exists_at(d->base_fd, r->target) == 0 &&
+		   fs_exists_at(d->staging_fd, old) == 1) {
+		/* The two-rename fallback stopped half way: put the old tree
+		 * back. */
+		rc = fs_rename_at(d->staging_fd, old, d->base_fd, r->target, 0);
+		if (rc < 0)
+			return rc;
+		fs_fsync_dir_at(d->base_fd, ".");
+	}
+	fs_rm_rf_at(d->staging_fd, r->tree);
+	fs_rm_rf_at(d->staging_fd, old);
+	return 0;
 }
 
 int disk_journal_apply(struct disk_store *d, const char *name, bool *forward)
 {
 	*forward = false;
 	struct buf b = BUF_INIT;
+	struct disk_journal_rec rec;
 	int rc = fs_read_file_at(d->journal_fd, name, &b, 64u << 20);
-	json_t *j = rc == 0 ? json_loadb(b.data, b.len, 0, NULL) : NULL;
-	buf_free(&b);
-	const char *op = json_string_value(json_object_get(j, "op"));
-	const char *tree = json_string_value(json_object_get(j, "tree"));
-	const char *target = json_string_value(json_object_get(j, "target"));
-	const char *ino = json_string_value(json_object_get(j, "ino"));
-	const char *component = json_string_value(json_object_get(j, "component"));
-	const char *resdir = json_string_value(json_object_get(j, "resdir"));
-	const char *views = json_string_value(json_object_get(j, "views"));
-	/* A record that does not parse was never made durable, so the swap it
-	 * announces never happened: dropping it is rolling back. */
-	if (op && !strcmp(op, "replace") && tree && target && ino && component && resdir && views &&
-	    key_component_ok(component) && tree[0] == 'r' && !strchr(tree, '/') &&
-	    relative_path_ok(target)) {
-		uint64_t want = 0;
-		struct stat st;
-		kube_rv_parse(ino, strlen(ino), &want);
-		char old[64];
-		snprintf(old, sizeof old, "%so", tree);
-		if (fs_stat_at(d->base_fd, target, &st) == 0 && (uint64_t)st.st_ino == want) {
-			struct view_set set;
-			rc = views_from_text(views, &set);
-			if (rc == 0) {
-				rc = disk_views_save(d, component, resdir, &set);
-				view_set_free(&set);
-			}
-			if (rc < 0)
-				goto out;
-			*forward = true;
-		} else if (fs_exists_at(d->base_fd, target) == 0 &&
-			   fs_exists_at(d->staging_fd, old) == 1) {
-			/* The two-rename fallback stopped half way: put the old
-			 * tree back. */
-			rc = fs_rename_at(d->staging_fd, old, d->base_fd, target, 0);
-			if (rc < 0)
-				goto out;
-			fs_fsync_dir_at(d->base_fd, ".");
-		}
-		fs_rm_rf_at(d->staging_fd, tree);
-		fs_rm_rf_at(d->staging_fd, old);
+	/* A record that does not decode was never made durable (or was damaged
+	 * from outside), so the swap it announces never happened: dropping it
+	 * is rolling back. */
+	if (rc == 0 && disk_journal_decode(buf_cstr(&b), b.len, &rec) == 0) {
+		rc = journal_roll(d, &rec, forward);
+		disk_journal_rec_free(&rec);
+	} else {
+		rc = 0;
 	}
-	rc = unlinkat(d->journal_fd, name, 0) < 0 ? -errno : 0;
-out:
-	json_decref(j);
-	return rc;
+	buf_free(&b);
+	if (rc < 0)
+		return rc;
+	return unlinkat(d->journal_fd, name, 0) < 0 ? -errno : 0;
 }
 
 static int apply_journals(struct disk_store *d, struct disk_recovery_report *report)

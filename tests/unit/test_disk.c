@@ -462,6 +462,41 @@ static void test_recover_fallback_half_way(void **state)
 	assert_false(test_exists(f->dir, "_internal/yurthub-c/staging/r77o"));
 }
 
+/* Found while giving the journal decoder its own entry point (for
+ * fuzz/fuzz_journal): a record's resdir named the view file to write without
+ * being checked, so a damaged record with the swapped tree's inode wrote
+ * outside the cache directory; and a record whose views did not decode made
+ * every later open fail.  Both are now records that do not decode: dropped,
+ * which is rolling back. */
+static void test_recover_refuses_damaged_records(void **state)
+{
+	struct fx *f = *state;
+	store_close(f->s);
+	f->s = NULL;
+	assert_int_equal(test_write_file(f->dir, "agent/configmaps.v1.core/a/new", "{}"), 0);
+	ino_t ino = ino_of(f->dir, "agent/configmaps.v1.core/a");
+	char *j;
+	assert_true(asprintf(&j,
+			     "{\"op\":\"replace\",\"tree\":\"r77\",\"target\":"
+			     "\"agent/configmaps.v1.core/a\",\"ino\":\"%llu\",\"component\":"
+			     "\"agent\",\"resdir\":\"../../../../escape\",\"views\":"
+			     "\"{\\\"views\\\":[]}\"}",
+			     (unsigned long long)ino) > 0);
+	assert_int_equal(test_write_file(f->dir, "_internal/yurthub-c/journal/j77", j), 0);
+	free(j);
+	write_journal(f->dir, "j78", "agent/configmaps.v1.core/a", ino, "{\"views\":7}");
+	write_journal(f->dir, "j79", "agent/secrets.v1.core/a", ino, VIEWS_NEW);
+	struct disk_recovery_report rep;
+	char *err = NULL;
+	f->s = disk_store_open(f->dir, 0, &rep, &err);
+	assert_non_null(f->s);
+	assert_int_equal(rep.journals_rolled_back, 3);
+	assert_false(test_exists(f->dir, "escape"));
+	assert_false(test_exists(f->dir, "_internal/yurthub-c/journal/j77"));
+	assert_false(test_exists(f->dir, "_internal/yurthub-c/journal/j78"));
+	assert_true(test_exists(f->dir, "agent/configmaps.v1.core/a/new"));
+}
+
 static void test_recover_removes_atomic_temps(void **state)
 {
 	struct fx *f = *state;
@@ -588,6 +623,34 @@ static void test_get_collection_has_no_content(void **state)
 	store_key_free(&root);
 }
 
+/* An object named "a\u0000b" is not object "a": compared as C strings the
+ * names matched, so a hostile upstream could overwrite "a" (found by the
+ * hostile upstream e2e suite). */
+static void test_nul_in_name_is_not_the_key(void **state)
+{
+	struct fx *f = *state;
+	struct store_key_info info = {"agent", "", "v1", "configmaps", "a", "good"};
+	struct store_key k;
+	assert_int_equal(store_key_build(f->s, &info, &k), STORE_OK);
+	char *good = cm_json("a", "good", 5, "good");
+	char *evil = cm_json("a", "good\\u0000x", 9, "evil");
+	char *evil_ns = cm_json("a\\u0000x", "good", 9, "evil");
+	assert_int_equal(store_create(f->s, &k, evil, strlen(evil)), STORE_INVALID_CONTENT);
+	assert_int_equal(store_create(f->s, &k, good, strlen(good)), STORE_OK);
+	assert_int_equal(store_update(f->s, &k, evil, strlen(evil), 9, NULL),
+			 STORE_INVALID_CONTENT);
+	assert_int_equal(store_update(f->s, &k, evil_ns, strlen(evil_ns), 9, NULL),
+			 STORE_INVALID_CONTENT);
+	struct buf b = BUF_INIT;
+	assert_int_equal(store_get(f->s, &k, &b), STORE_OK);
+	assert_true(b.len == strlen(good) && !memcmp(b.data, good, b.len));
+	buf_free(&b);
+	free(good);
+	free(evil);
+	free(evil_ns);
+	store_key_free(&k);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -600,6 +663,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_recover_rolls_forward, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_rolls_back, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_fallback_half_way, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_recover_refuses_damaged_records, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_recover_removes_atomic_temps, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_second_hub_is_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
@@ -607,6 +671,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deleting_a_collection_drops_its_views, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_get_collection_has_no_content, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nul_in_name_is_not_the_key, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

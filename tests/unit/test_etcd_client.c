@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "etcd/client.h"
+#include "etcd/client_internal.h"
 #include "etcd_proc.h"
 #include "util/buf.h"
 
@@ -1328,6 +1329,51 @@ static void test_watch_split_lines(void **state)
 	}
 }
 
+/* The decoders behind client_internal.h (what fuzz/fuzz_etcd_client runs)
+ * give what the calls give over a connection. */
+static void test_parse_without_connection(void **state)
+{
+	const char stream[] = CREATED "\n" PUT_A DEL_A;
+	size_t len = strlen(stream);
+	size_t pieces[] = {1, 7, 64, len};
+	assert_true(len <= 1024); /* one piece per byte fits below */
+	for (size_t i = 0; i < N_ELEMS(pieces); i++) {
+		const char *chunks[1024];
+		size_t lens[1024], n = 0;
+		for (size_t off = 0; off < len; off += lens[n++]) {
+			chunks[n] = stream + off;
+			lens[n] = len - off < pieces[i] ? len - off : pieces[i];
+		}
+		struct wctx ctx = {.want = 3};
+		assert_int_equal(etcd_parse_watch_stream(chunks, lens, n, on_events, &ctx),
+				 ETCD_UNAVAILABLE); /* the stream ended */
+		assert_int_equal(ctx.n, 2);
+		assert_string_equal(ctx.ev[0].key, "a");
+		assert_true(ctx.ev[1].del);
+		assert_int_equal(ctx.ev[1].mod_revision, 7);
+	}
+	const char range[] = "{\"header\":{\"revision\":\"9\"},\"kvs\":[{\"key\":\"YQ==\","
+			     "\"value\":\"MQ==\",\"mod_revision\":\"6\"}],\"more\":true}";
+	struct etcd_range_result r;
+	assert_int_equal(etcd_parse_range_json(range, strlen(range), &r), ETCD_OK);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.count, 1);
+	assert_int_equal(r.revision, 9);
+	assert_true(r.more);
+	assert_string_equal(r.kvs[0].value, "1");
+	etcd_range_result_free(&r);
+	assert_int_equal(etcd_parse_range_json("[]", 2, &r), ETCD_PROTOCOL);
+	const char compacted[] = "{\"error\":\"etcdserver: mvcc: required revision has been "
+				 "compacted\",\"message\":\"etcdserver: mvcc: required revision "
+				 "has been compacted\",\"code\":11}";
+	bool retry = true;
+	assert_int_equal(etcd_parse_error_json(400, true, compacted, strlen(compacted), &retry),
+			 ETCD_COMPACTED);
+	assert_false(retry);
+	assert_int_equal(etcd_parse_error_json(502, false, "<html>", 6, &retry), ETCD_UNAVAILABLE);
+	assert_false(retry);
+}
+
 static void test_watch_fake_endings(void **state)
 {
 	static const struct {
@@ -1551,6 +1597,7 @@ int main(void)
 	    cmocka_unit_test(test_failover_rules),
 	    cmocka_unit_test(test_watch_split_lines),
 	    cmocka_unit_test(test_watch_fake_endings),
+	    cmocka_unit_test(test_parse_without_connection),
 	    cmocka_unit_test(test_keepalive),
 	    cmocka_unit_test(test_watch_line_limit),
 	    cmocka_unit_test(test_tls),

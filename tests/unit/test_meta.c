@@ -158,6 +158,49 @@ static void test_embedded_nul_is_kept(void **state)
 	kube_meta_free(&m);
 }
 
+/* Found by fuzz/fuzz_list_stream: the stream decoders read "1\u0000" as no
+ * resourceVersion (0) and kube_meta_parse read it as 1, so one object had two
+ * revisions depending on who looked. */
+static void test_rv_with_nul_is_no_revision(void **state)
+{
+	const char json[] = "{\"metadata\":{\"resourceVersion\":\"1\\u0000\"}}";
+	struct kube_meta m;
+	uint64_t rv = 7;
+
+	(void)state;
+	assert_int_equal(kube_meta_parse(JSON(json), &m), 0);
+	assert_memory_equal(m.resource_version, "1\0", 2);
+	assert_int_equal(m.rv, 0);
+	kube_meta_free(&m);
+	assert_int_equal(kube_meta_rv(JSON(json), &rv), 0);
+	assert_int_equal(rv, 0);
+}
+
+/* A name or namespace with "\u0000" is flagged: cut at the NUL it would be
+ * another object's key (found by the hostile upstream e2e suite: a watch
+ * event DELETED "good\u0000x" removed the cached "good"). */
+static void test_nul_in_name_is_flagged(void **state)
+{
+	static const struct {
+		const char *json;
+		int flagged;
+	} cases[] = {
+	    {"{\"metadata\":{\"name\":\"good\\u0000x\"}}", 1},
+	    {"{\"metadata\":{\"name\":\"a\",\"namespace\":\"\\u0000\"}}", 1},
+	    {"{\"metadata\":{\"name\":\"a\\u0000\",\"name\":\"a\"}}", 0},
+	    {"{\"metadata\":{\"name\":\"a\",\"uid\":\"\\u0000\"},\"name\":\"\\u0000\"}", 0},
+	    {"{\"metadata\":{\"name\":\"a\"}}", 0},
+	};
+	struct kube_meta m;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(kube_meta_parse(cases[i].json, strlen(cases[i].json), &m), 0);
+		assert_int_equal(m.nul_in_name, cases[i].flagged);
+		kube_meta_free(&m);
+	}
+}
+
 static const char *const malformed[] = {
     "",
     "   ",
@@ -394,6 +437,8 @@ int main(void)
 	    cmocka_unit_test(test_pod_fields),
 	    cmocka_unit_test(test_picks_only_top_level_metadata),
 	    cmocka_unit_test(test_embedded_nul_is_kept),
+	    cmocka_unit_test(test_nul_in_name_is_flagged),
+	    cmocka_unit_test(test_rv_with_nul_is_no_revision),
 	    cmocka_unit_test(test_malformed_is_refused_and_left_empty),
 	    cmocka_unit_test(test_length_bounds_the_document),
 	    cmocka_unit_test(test_rv_only),

@@ -1,8 +1,9 @@
 /*
  * test_stream.c - kube/stream: the list and watch decoders fed whole, byte by
  * byte and in random chunks (every item/event span must be the exact original
- * bytes), what is picked, malformed input, bounded memory, a 16 MB list, and
- * the bounded gunzip.
+ * bytes), what is picked, malformed input, bounded memory, a 16 MB list, the
+ * bounded gunzip, and the bounds a hostile upstream meets (object size, bytes
+ * without a token, depth, NUL in names).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1254,6 +1255,338 @@ static void test_gunzip_bomb(void **state)
 	gunzip_free(g);
 }
 
+/* ---- bounds: what a hostile upstream may not make the decoders do ---- */
+
+enum kind_of_decoder { LIST, WATCH };
+
+struct bounded_run {
+	int rc;
+	size_t fed;	 /* bytes fed when it stopped */
+	size_t max_held; /* the largest gathering buffer seen */
+	size_t items;
+	double ms;
+	char err[160];
+};
+
+static int count_any_item(void *ctx, const struct stream_object *o)
+{
+	(void)o;
+	((struct bounded_run *)ctx)->items++;
+	return 0;
+}
+
+static int count_any_event(void *ctx, const struct watch_event *ev)
+{
+	(void)ev;
+	((struct bounded_run *)ctx)->items++;
+	return 0;
+}
+
+/* head, then fill repeated n times, then tail: fed in chunks of `chunk`
+ * bytes as a server would send it, never built whole. */
+static struct bounded_run feed_long(enum kind_of_decoder k, const char *head, char fill, size_t n,
+				    const char *tail, size_t chunk)
+{
+	struct bounded_run r = {0};
+	struct timespec t0;
+	struct list_decoder *ld = k == LIST ? list_decoder_new(count_any_item, &r) : NULL;
+	struct watch_decoder *wd = k == WATCH ? watch_decoder_new(count_any_event, &r) : NULL;
+	char *block = malloc(chunk);
+	size_t hl = strlen(head), total = hl + n + strlen(tail);
+
+	assert_non_null(block);
+	assert_true(ld || wd);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (r.rc == 0 && r.fed < total) {
+		size_t len = total - r.fed < chunk ? total - r.fed : chunk;
+
+		for (size_t i = 0; i < len; i++) {
+			size_t at = r.fed + i;
+			block[i] = at < hl ? head[at] : at < hl + n ? fill : tail[at - hl - n];
+		}
+		r.rc = ld ? list_decoder_feed(ld, block, len) : watch_decoder_feed(wd, block, len);
+		r.fed += len;
+		if (ld && list_decoder_held_cap(ld) > r.max_held)
+			r.max_held = list_decoder_held_cap(ld);
+		if (wd && watch_decoder_held_cap(wd) > r.max_held)
+			r.max_held = watch_decoder_held_cap(wd);
+	}
+	if (r.rc == 0)
+		r.rc = ld ? list_decoder_finish(ld, NULL) : watch_decoder_finish(wd);
+	r.ms = ms_since(&t0);
+	snprintf(r.err, sizeof(r.err), "%s", ld ? list_decoder_error(ld) : watch_decoder_error(wd));
+	list_decoder_free(ld);
+	watch_decoder_free(wd);
+	free(block);
+	return r;
+}
+
+#define LIST_HEAD "{\"kind\":\"ConfigMapList\",\"metadata\":{\"resourceVersion\":\"5\"},\"items\":["
+
+/* A 64 MB item (one endless string) in 16 KiB chunks, as a list item and as
+ * a watch event: refused once it passes 8 MiB, with the gathering buffer
+ * bounded - and with work bounded too, since yajl re-reads a token cut by
+ * chunks from its start each time (found by the hostile upstream e2e suite:
+ * a 200 MB watch event took seven minutes to pass through the hub). */
+static void test_object_too_large(void **state)
+{
+	const size_t n = 64u << 20, chunk = 16 << 10;
+	struct bounded_run r;
+
+	(void)state;
+	r = feed_long(LIST, LIST_HEAD "{\"metadata\":{\"name\":\"big\"},\"data\":{\"k\":\"", 'x', n,
+		      "\"}}]}", chunk);
+	print_message("  list item: stopped after %zu B in %.0f ms, held %zu B: %s\n", r.fed, r.ms,
+		      r.max_held, r.err);
+	assert_int_equal(r.rc, -1);
+	assert_true(r.fed <= STREAM_OBJECT_MAX + 2 * chunk);
+	assert_true(r.max_held <= 2 * STREAM_OBJECT_MAX);
+	assert_non_null(strstr(r.err, "8 MiB"));
+
+	r = feed_long(WATCH, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"", 'n', n,
+		      "\"}}}\n", chunk);
+	print_message("  watch event: stopped after %zu B in %.0f ms, held %zu B: %s\n", r.fed,
+		      r.ms, r.max_held, r.err);
+	assert_int_equal(r.rc, -1);
+	assert_true(r.fed <= STREAM_OBJECT_MAX + 2 * chunk);
+	assert_true(r.max_held <= 2 * STREAM_OBJECT_MAX);
+
+	/* one big token, but within the bound, passes */
+	r = feed_long(LIST, LIST_HEAD "{\"metadata\":{\"name\":\"big\"},\"data\":{\"k\":\"", 'x',
+		      STREAM_OBJECT_MAX - 4096, "\"}}]}", 256 << 10);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.items, 1);
+}
+
+/* Outside any item: an endless string or run of whitespace (what a gzip bomb
+ * inflates to) is refused once 8 MiB pass without a token, a number once it
+ * passes 4 KiB. */
+static void test_no_token_for_too_long(void **state)
+{
+	static const struct {
+		enum kind_of_decoder k;
+		const char *head, *tail;
+		char fill;
+	} cases[] = {
+	    {LIST, "{\"kind\":\"", "\"}", 'a'},
+	    {LIST, "{\"metadata\":{\"continue\":\"", "\"}}", 'c'},
+	    {LIST, LIST_HEAD, "]}", ' '},
+	    {LIST, "{\"remainingItemCount\":1", "}", '0'},
+	    {WATCH, "{\"type\":\"ADDED\",\"object\":", "{}}", '\n'},
+	    {WATCH, "", "", ' '},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct bounded_run r = feed_long(cases[i].k, cases[i].head, cases[i].fill,
+						 32u << 20, cases[i].tail, 64 << 10);
+
+		print_message("  case %zu: stopped after %zu B in %.0f ms: %s\n", i, r.fed, r.ms,
+			      r.err);
+		assert_int_equal(r.rc, -1);
+		assert_true(r.fed <= STREAM_OBJECT_MAX + (128 << 10));
+		assert_true(strstr(r.err, "within 8 MiB") || strstr(r.err, "longer than 4 KiB"));
+	}
+}
+
+/* Whole or in pieces, the same verdict: the bound is checked as tokens end,
+ * not only at chunk ends. */
+static void test_bounds_whole_or_chunked(void **state)
+{
+	struct buf body = BUF_INIT;
+	struct list_decoder *d;
+
+	(void)state;
+	buf_append_str(&body, "{\"kind\":\"");
+	for (size_t i = 0; i < STREAM_OBJECT_MAX + 10; i++)
+		buf_append_char(&body, 'k');
+	buf_append_str(&body, "\",\"items\":[]}");
+	d = list_decoder_new(NULL, NULL);
+	assert_int_equal(list_decoder_feed(d, body.data, body.len), -1);
+	assert_non_null(strstr(list_decoder_error(d), "8 MiB"));
+	list_decoder_free(d);
+	buf_free(&body);
+}
+
+static void nest(struct buf *b, const char *head, size_t depth, const char *tail)
+{
+	buf_append_str(b, head);
+	for (size_t i = 0; i < depth; i++)
+		buf_append_str(b, i % 2 ? "{\"a\":" : "[");
+	buf_append_str(b, "1");
+	for (size_t i = depth; i-- > 0;)
+		buf_append_str(b, i % 2 ? "}" : "]");
+	buf_append_str(b, tail);
+}
+
+static void test_depth_bounded(void **state)
+{
+	struct buf ok = BUF_INIT, deep = BUF_INIT, wdeep = BUF_INIT;
+	struct list_meta m;
+	char err[160];
+	struct watch_decoder *w;
+
+	(void)state;
+	nest(&ok, LIST_HEAD "{\"spec\":", 1000, "}]}");
+	decode_small(ok.data, 1, &m, NULL, 0);
+	nest(&deep, LIST_HEAD "{\"spec\":", STREAM_DEPTH_MAX, "}]}");
+	decode_small(deep.data, 0, &m, err, sizeof(err));
+	print_message("  %s\n", err);
+	assert_non_null(strstr(err, "nested too deep"));
+	nest(&wdeep, "{\"type\":\"ADDED\",\"object\":{\"x\":", STREAM_DEPTH_MAX, "}}");
+	w = watch_decoder_new(NULL, NULL);
+	assert_int_equal(watch_decoder_feed(w, wdeep.data, wdeep.len), -1);
+	assert_non_null(strstr(watch_decoder_error(w), "nested too deep"));
+	watch_decoder_free(w);
+	buf_free(&ok);
+	buf_free(&deep);
+	buf_free(&wdeep);
+}
+
+/* A name or namespace with "\u0000" would be cut at the NUL by every C
+ * string consumer and name another object: "good\u0000x" would replace or
+ * delete "good" (found by the hostile upstream e2e suite: a list with such
+ * an item replaced the cached view and dropped its other objects). */
+static void test_nul_in_name_refused(void **state)
+{
+	static const char *const lists[] = {
+	    LIST_HEAD "{\"metadata\":{\"name\":\"good\\u0000x\"}}]}",
+	    LIST_HEAD "{\"metadata\":{\"name\":\"\\u0000\"}}]}",
+	    LIST_HEAD "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ns\\u0000..\"}}]}",
+	};
+	static const char *const events[] = {
+	    "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"good\\u0000x\"}}}\n",
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"namespace\":\"\\u0000\",\"name\":"
+	    "\"a\"}}}\n",
+	};
+	struct list_meta m;
+	char err[160];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		decode_small(lists[i], 0, &m, err, sizeof(err));
+		print_message("  %s\n", err);
+		assert_non_null(strstr(err, "NUL byte"));
+	}
+	for (size_t i = 0; i < sizeof(events) / sizeof(events[0]); i++) {
+		struct watch_decoder *w = watch_decoder_new(NULL, NULL);
+
+		assert_int_equal(watch_decoder_feed(w, events[i], strlen(events[i])), -1);
+		assert_non_null(strstr(watch_decoder_error(w), "NUL byte"));
+		watch_decoder_free(w);
+	}
+	/* elsewhere in the object, a NUL is just data */
+	decode_small(LIST_HEAD "{\"metadata\":{\"name\":\"a\",\"labels\":{\"name\":\"\\u0000\"}},"
+			       "\"name\":\"\\u0000\"}]}",
+		     1, &m, NULL, 0);
+}
+
+/* A string of n bytes of JSON text: escaped quotes and backslashes all
+ * along, and an escaped backslash just before the closing quote. */
+static void long_string(struct buf *b, size_t n)
+{
+	static const char piece[] = "ab\\\"c\\\\d\\u00e9 {}[],:";
+	size_t start = b->len;
+
+	buf_append_char(b, '"');
+	while (b->len - start < n)
+		buf_append_str(b, piece);
+	buf_append_str(b, "\\\\\"");
+}
+
+struct long_run {
+	size_t items;
+	const struct buf *body;
+	size_t off[3], len[3];
+};
+
+static int check_long_item(void *ctx, const struct stream_object *o)
+{
+	struct long_run *r = ctx;
+	char want[16];
+
+	assert_true(r->items < 3);
+	snprintf(want, sizeof(want), "item-%zu", r->items);
+	assert_string_equal(o->name, want);
+	assert_string_equal(o->namespace, "ns");
+	assert_int_equal(o->len, r->len[r->items]);
+	assert_memory_equal(o->data, r->body->data + r->off[r->items], o->len);
+	r->items++;
+	return 0;
+}
+
+/* Long strings are gathered before yajl sees them: items still come out
+ * byte for byte, with their metadata, however the body is cut. */
+static void test_long_strings_exact(void **state)
+{
+	static const enum how hows[] = {BIG, RANDOM, BYTES};
+	struct buf body = BUF_INIT;
+	struct long_run r = {.body = &body};
+
+	(void)state;
+	buf_append_str(&body, LIST_HEAD);
+	for (size_t i = 0; i < 3; i++) {
+		r.off[i] = body.len;
+		buf_append_str(&body, "{\"data\":{\"k\":");
+		long_string(&body, 100000 * (i + 1));
+		buf_printf(&body,
+			   ",\"k2\":12345},\"metadata\":{\"namespace\":\"ns\",\"name\":"
+			   "\"item-%zu\"}}",
+			   i);
+		r.len[i] = body.len - r.off[i];
+		buf_append_str(&body, i < 2 ? "," : "]}");
+	}
+	for (size_t h = 0; h < 3; h++) {
+		struct list_decoder *d = list_decoder_new(check_long_item, &r);
+		struct list_meta m;
+
+		r.items = 0;
+		assert_int_equal(feed_all(feed_list, d, body.data, body.len, hows[h], NULL, NULL),
+				 0);
+		assert_int_equal(list_decoder_finish(d, &m), 0);
+		assert_int_equal(r.items, 3);
+		assert_int_equal(m.items, 3);
+		list_decoder_free(d);
+	}
+	buf_free(&body);
+}
+
+static int count_events(void *ctx, const struct watch_event *ev)
+{
+	(void)ev;
+	(*(size_t *)ctx)++;
+	return 0;
+}
+
+/* Gathering never holds an event back: the chunk that ends a long string
+ * and holds the next event gives both at once. */
+static void test_long_string_event_not_delayed(void **state)
+{
+	struct buf body = BUF_INIT;
+	struct watch_decoder *w;
+	size_t seen = 0, tail;
+
+	(void)state;
+	buf_append_str(&body,
+		       "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"},\"x\":");
+	long_string(&body, 1 << 20);
+	buf_append_str(&body, "}}\n");
+	tail = body.len - 100;
+	buf_append_str(&body,
+		       "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"b\"}}}\n");
+	w = watch_decoder_new(count_events, &seen);
+	for (size_t at = 0; at < tail; at += 16384)
+		assert_int_equal(
+		    watch_decoder_feed(w, body.data + at, at + 16384 < tail ? 16384 : tail - at),
+		    0);
+	assert_int_equal(seen, 0);
+	assert_int_equal(watch_decoder_feed(w, body.data + tail, body.len - tail), 0);
+	assert_int_equal(seen, 2);
+	assert_int_equal(watch_decoder_finish(w), 0);
+	watch_decoder_free(w);
+	buf_free(&body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1279,6 +1612,13 @@ int main(void)
 	    cmocka_unit_test(test_gunzip_concatenated_members),
 	    cmocka_unit_test(test_gunzip_corrupt_and_cut),
 	    cmocka_unit_test(test_gunzip_bomb),
+	    cmocka_unit_test(test_object_too_large),
+	    cmocka_unit_test(test_no_token_for_too_long),
+	    cmocka_unit_test(test_bounds_whole_or_chunked),
+	    cmocka_unit_test(test_depth_bounded),
+	    cmocka_unit_test(test_nul_in_name_refused),
+	    cmocka_unit_test(test_long_strings_exact),
+	    cmocka_unit_test(test_long_string_event_not_delayed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
