@@ -4,14 +4,18 @@
 #   make test    install deps, build with ASan+UBSan, run every test
 #   make         release build in build/
 #   make bench   benchmarks (release build), figures on stdout
+#   make fuzz    libFuzzer targets (clang) in build-fuzz/, see docs/fuzzing.md
 #   make demo    a hub against the test double, with a kubectl session
+#   make soak    64 clients for 10 minutes with the link flapping (release, ASan),
+#                then a shorter run under valgrind; figures in docs/soak.md
 
 PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD := build
 SANBUILD := build-san
+FUZZBUILD := build-fuzz
 
-.PHONY: all deps build test bench demo clean format
+.PHONY: all deps build test fuzz bench demo soak clean format
 
 all: build
 
@@ -28,8 +32,19 @@ $(SANBUILD)/build.ninja: | deps
 	meson setup $(SANBUILD) --buildtype=debug -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dc_args=-fno-sanitize-recover=all >/dev/null
 
-test: deps $(SANBUILD)/build.ninja
+# The fuzz targets: the core library instrumented for libFuzzer (clang),
+# with ASan+UBSan.  make test runs each briefly (scripts/run-fuzz.sh).
+$(FUZZBUILD)/build.ninja: | deps
+	CC=clang meson setup $(FUZZBUILD) -Dfuzz=true --buildtype=debugoptimized \
+		-Db_sanitize=address,undefined -Db_lundef=false \
+		-Dc_args=-fno-sanitize-recover=all >/dev/null
+
+fuzz: deps $(FUZZBUILD)/build.ninja
+	ninja -C $(FUZZBUILD)
+
+test: deps $(SANBUILD)/build.ninja $(FUZZBUILD)/build.ninja
 	ninja -C $(SANBUILD)
+	ninja -C $(FUZZBUILD)
 	scripts/run-tests.sh $(SANBUILD)
 
 # The proxy benchmark first: the disk benchmark deletes many files at its end,
@@ -43,8 +58,14 @@ bench: build
 demo: build
 	scripts/demo.sh $(BUILD)
 
+soak: build $(SANBUILD)/build.ninja
+	ninja -C $(SANBUILD) src/yurthub
+	/usr/bin/python3 tests/soak/soak.py --build $(BUILD) --seconds 600 --clients 64
+	/usr/bin/python3 tests/soak/soak.py --build $(SANBUILD) --seconds 600 --clients 64
+	/usr/bin/python3 tests/soak/soak.py --build $(BUILD) --valgrind --seconds 120 --clients 16
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(SANBUILD)
+	rm -rf $(BUILD) $(SANBUILD) $(FUZZBUILD)

@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -28,6 +29,7 @@
 #define PARK_SECONDS	 120 /* a paginated list's session waits this long for its next page */
 #define PARKED_MAX	 64
 #define TRIM_AFTER_BYTES (8u << 20) /* give memory back after this much went through */
+#define STORE_WARN_SECONDS 10	     /* at most one warning per kind of write in this time */
 
 enum job_kind {
 	JOB_LIST_BEGIN,
@@ -84,6 +86,15 @@ struct parked {
 	time_t expires;
 };
 
+/* A store that cannot write (see note_failure). */
+struct store_trouble {
+	pthread_mutex_t lock;
+	atomic_bool failing;		   /* an I/O failure since the last write that worked */
+	unsigned long failures;		   /* since the last write that worked */
+	time_t last_warn[CACHE_OP_N];	   /* monotonic seconds, 0: never */
+	unsigned long unlogged[CACHE_OP_N]; /* failures not logged since that warning */
+};
+
 struct cache_manager {
 	struct store *store;
 	struct metrics *m;
@@ -91,6 +102,7 @@ struct cache_manager {
 	int nworkers;
 	pthread_mutex_t park_lock;
 	struct parked parked[PARKED_MAX];
+	struct store_trouble trouble;
 };
 
 /* ---- streams ---- */
@@ -232,14 +244,84 @@ static double elapsed(const struct timespec *t0)
 	return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* The store itself failing (a full disk, a failing device, etcd gone), as
+ * opposed to a write it refuses (bad content, an older rv). */
+static bool store_broken(enum store_err e)
+{
+	return e == STORE_IO || e == STORE_NOMEM || e == STORE_UNAVAILABLE;
+}
+
+static time_t mono_seconds(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + 1; /* never 0: 0 is "never warned" */
+}
+
+static const char *op_name[CACHE_OP_N] = {"list", "object", "watch event", "cluster info"};
+
+/* A store that cannot write is the operator's problem whatever -v says: a
+ * warning - at most one per kind of write every STORE_WARN_SECONDS, saying
+ * how many went unlogged, since a watch on a full disk fails on every event
+ * - and one line when writes work again.  Refused content stays at -v 2. */
+static void note_failure(struct cache_manager *cm, enum cache_op op, enum store_err e,
+			 const struct stream *st)
+{
+	if (!store_broken(e))
+		return;
+	int err = e == STORE_IO ? store_errno() : 0;
+	struct store_trouble *tr = &cm->trouble;
+	time_t now = mono_seconds();
+	pthread_mutex_lock(&tr->lock);
+	tr->failures++;
+	atomic_store(&tr->failing, true);
+	bool say = !tr->last_warn[op] || now - tr->last_warn[op] >= STORE_WARN_SECONDS;
+	unsigned long unlogged = tr->unlogged[op];
+	if (say) {
+		tr->last_warn[op] = now;
+		tr->unlogged[op] = 0;
+	} else {
+		tr->unlogged[op]++;
+	}
+	pthread_mutex_unlock(&tr->lock);
+	if (!say)
+		return;
+	char more[64] = "";
+	if (unlogged)
+		snprintf(more, sizeof more, " (%lu more since the last warning)", unlogged);
+	log_warn("cache: the store failed, %s %s of %s not cached: %s%s%s%s%s; clients still get "
+		 "their answers",
+		 op_name[op], st->path, st->component, store_strerror(e), err ? " (" : "",
+		 err ? strerror(err) : "", err ? ")" : "", more);
+}
+
+static void note_success(struct cache_manager *cm)
+{
+	struct store_trouble *tr = &cm->trouble;
+	if (!atomic_load(&tr->failing))
+		return;
+	pthread_mutex_lock(&tr->lock);
+	bool was = atomic_exchange(&tr->failing, false);
+	unsigned long n = tr->failures;
+	tr->failures = 0;
+	memset(tr->last_warn, 0, sizeof tr->last_warn);
+	memset(tr->unlogged, 0, sizeof tr->unlogged);
+	pthread_mutex_unlock(&tr->lock);
+	if (was)
+		log_msg('I', 0, "cache: the store writes again (%lu writes failed before)", n);
+}
+
 static void count(struct cache_manager *cm, enum cache_op op, enum store_err e,
-		  const struct timespec *t0)
+		  const struct timespec *t0, const struct stream *st)
 {
 	metrics_observe(&cm->m->store_seconds, elapsed(t0));
-	if (e == STORE_OK)
+	if (e == STORE_OK) {
 		atomic_fetch_add(&cm->m->cache_writes[op], 1);
-	else
+		note_success(cm);
+	} else {
 		atomic_fetch_add(&cm->m->cache_failures[op], 1);
+		note_failure(cm, op, e, st);
+	}
 }
 
 static enum store_err put_object(struct store *s, const struct store_key *k, const char *data,
@@ -272,7 +354,9 @@ static void do_object(struct cache_manager *cm, struct job *j)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct kube_meta meta;
 	enum store_err e = STORE_INVALID_CONTENT;
-	if (kube_meta_parse(j->data, j->len, &meta) == 0 && meta.name && *meta.name) {
+	/* a name with a NUL, cut there, would be another object's key */
+	if (kube_meta_parse(j->data, j->len, &meta) == 0 && meta.name && *meta.name &&
+	    !meta.nul_in_name) {
 		struct store_key k;
 		e = stream_key(cm, j->st, meta.namespace, meta.name, &k);
 		if (e == STORE_OK) {
@@ -281,7 +365,7 @@ static void do_object(struct cache_manager *cm, struct job *j)
 		}
 	}
 	kube_meta_free(&meta);
-	count(cm, CACHE_OP_OBJECT, e, &t0);
+	count(cm, CACHE_OP_OBJECT, e, &t0, j->st);
 	if (e != STORE_OK)
 		log_v(2, "cache: %s %s: not stored: %s", j->st->component, j->st->path,
 		      store_strerror(e));
@@ -345,7 +429,7 @@ static void do_event(struct cache_manager *cm, struct job *j)
 			e = store_delete(cm->store, &k);
 		store_key_free(&k);
 	}
-	count(cm, CACHE_OP_WATCH_EVENT, e, &t0);
+	count(cm, CACHE_OP_WATCH_EVENT, e, &t0, j->st);
 	if (e != STORE_OK)
 		log_v(2, "cache: %s watch %s: event for %s/%s not stored: %s", j->st->component,
 		      j->st->path, j->ns, j->name, store_strerror(e));
@@ -423,6 +507,7 @@ static void list_fail(struct cache_manager *cm, struct stream *st, enum store_er
 	if (!st->failed)
 		log_v(1, "cache: %s list %s not stored: %s", st->component, st->path,
 		      store_strerror(e));
+	note_failure(cm, CACHE_OP_LIST, e, st); /* first: it reads store_errno() */
 	st->failed = true;
 	store_replace_abort(st->session);
 	st->session = NULL;
@@ -466,8 +551,8 @@ static void do_list(struct cache_manager *cm, struct job *j)
 			return;
 		e = store_replace_commit(st->session, j->rv);
 		st->session = NULL;
-		count(cm, CACHE_OP_LIST, e, &t0);
-		if (e != STORE_OK)
+		count(cm, CACHE_OP_LIST, e, &t0, st);
+		if (e != STORE_OK && !store_broken(e)) /* broken: count() said it */
 			log_warn("cache: %s list %s not stored: %s", st->component, st->path,
 				 store_strerror(e));
 		return;
@@ -499,7 +584,7 @@ static void do_job(struct cache_manager *cm, struct job *j)
 		struct timespec t0;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		enum store_err e = store_save_cluster_info(cm->store, j->st->path, j->data, j->len);
-		count(cm, CACHE_OP_CLUSTER_INFO, e, &t0);
+		count(cm, CACHE_OP_CLUSTER_INFO, e, &t0, j->st);
 		break;
 	}
 	case JOB_FLUSH:
@@ -562,6 +647,7 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 		return NULL;
 	}
 	pthread_mutex_init(&cm->park_lock, NULL);
+	pthread_mutex_init(&cm->trouble.lock, NULL);
 	for (int i = 0; i < cm->nworkers; i++) {
 		struct worker *w = &cm->workers[i];
 		w->cm = cm;
@@ -625,6 +711,7 @@ void cache_manager_free(struct cache_manager *cm)
 		free(cm->parked[i].key);
 	}
 	pthread_mutex_destroy(&cm->park_lock);
+	pthread_mutex_destroy(&cm->trouble.lock);
 	free(cm->workers);
 	free(cm);
 }
@@ -790,6 +877,19 @@ fail:
 	return NULL;
 }
 
+/* A dead tee keeps nothing: the rest of a 200 MB body (or of a watch that
+ * runs for hours) passes without the decoder's buffers. */
+static void tee_release(struct cache_tee *t)
+{
+	gunzip_free(t->gz);
+	list_decoder_free(t->ld);
+	watch_decoder_free(t->wd);
+	buf_free(&t->body);
+	t->gz = NULL;
+	t->ld = NULL;
+	t->wd = NULL;
+}
+
 void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
 {
 	if (!t || t->dead || !len)
@@ -800,9 +900,13 @@ void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
 		const char *why = t->ld	  ? list_decoder_error(t->ld)
 				  : t->wd ? watch_decoder_error(t->wd)
 					  : "object too large or undecodable";
+		if ((!why || !*why) && t->gz)
+			why = "corrupt gzip, or more than 512 MiB inflated";
 		log_v(1, "cache: %s %s: not cached: %s", t->st->component, t->st->path,
-		      why ? why : "decoding stopped");
+		      why && *why ? why : "decoding stopped");
 	}
+	if (t->dead)
+		tee_release(t); /* not earlier: a decoder's callback may have killed it */
 }
 
 /* Is the list complete and a real list (not a Status)? */

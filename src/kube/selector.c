@@ -303,9 +303,21 @@ static void requirement_free(struct requirement *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* Room for element n of an array that grows only by appending: the
+ * capacity doubles at each power of two, so that a selector of thousands of
+ * terms costs O(n) copies, not O(n^2).  The array only ever shrinks below
+ * what it had, so the capacity this implies is never more than it has. */
+static void *grow_for(void *array, size_t n, size_t size)
+{
+	if (n >= 4 && (n & (n - 1)))
+		return array;
+	size_t cap = n < 4 ? 4 : 2 * n;
+	return cap > SIZE_MAX / size ? NULL : realloc(array, cap * size);
+}
+
 static int add_value(struct requirement *r, const char *s, size_t n)
 {
-	char **grown = realloc(r->values, (r->nvalues + 1) * sizeof(*grown));
+	char **grown = grow_for(r->values, r->nvalues, sizeof(*grown));
 
 	if (!grown)
 		return -1;
@@ -381,7 +393,7 @@ static void sort_unique_requirements(struct selector *s)
 /* Takes ownership of *r, also on failure. */
 static int add_requirement(struct selector *s, struct requirement *r)
 {
-	struct requirement *grown = realloc(s->reqs, (s->n + 1) * sizeof(*grown));
+	struct requirement *grown = grow_for(s->reqs, s->n, sizeof(*grown));
 
 	if (!grown) {
 		requirement_free(r);

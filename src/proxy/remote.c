@@ -25,6 +25,11 @@
 #define READ_BLOCK	(64u << 10)
 #define POLL_MS		500
 #define REQUEST_SECONDS 75 /* non-long-running: kube-apiserver's 60 s, plus margin */
+/* Response headers from the cloud, all lines together: kube-apiserver sends
+ * well under 2 KiB.  More would not fit the client connection's memory
+ * (CONN_MEMORY_LIMIT in server.c), which libmicrohttpd answers by closing
+ * the connection without a word: a 502 says what happened. */
+#define HEADERS_MAX (32u << 10)
 
 struct header {
 	char *name, *value;
@@ -41,6 +46,8 @@ struct remote {
 
 	unsigned int status;
 	bool headers_done, done, paused, long_running, counted_watch;
+	bool headers_too_large;
+	size_t header_bytes;
 	CURLcode result;
 	struct header *hdrs;
 	size_t nhdrs;
@@ -73,6 +80,7 @@ static void clear_headers(struct remote *r)
 	free(r->hdrs);
 	r->hdrs = NULL;
 	r->nhdrs = 0;
+	r->header_bytes = 0;
 }
 
 static size_t on_header(char *line, size_t size, size_t n, void *p)
@@ -82,6 +90,11 @@ static size_t on_header(char *line, size_t size, size_t n, void *p)
 	if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
 		clear_headers(r); /* a new response (after 100 Continue) */
 		return len;
+	}
+	r->header_bytes += len;
+	if (r->header_bytes > HEADERS_MAX) {
+		r->headers_too_large = true;
+		return 0;
 	}
 	if (len <= 2 && (line[0] == '\r' || line[0] == '\n')) {
 		long code = 0;
@@ -495,12 +508,17 @@ static enum remote_outcome attempt(struct hub *h, struct MHD_Connection *c, stru
 		return REMOTE_OK;
 	}
 	CURLcode cc = r->done ? r->result : CURLE_OPERATION_TIMEDOUT;
-	log_v(1, "proxy: %s %s: %s", b->url, req->raw_uri, curl_easy_strerror(cc));
+	log_v(1, "proxy: %s %s: %s%s", b->url, req->raw_uri, curl_easy_strerror(cc),
+	      r->headers_too_large ? " (response headers over 32 KiB)" : "");
 	enum remote_outcome outcome = REMOTE_ERROR;
 	if (unreachable(cc)) {
 		health_report_failure(h->health, b);
 		outcome = REMOTE_UNREACHABLE;
 		*may_retry = retryable(cc, &req->ri);
+	} else if (cc != CURLE_ABORTED_BY_CALLBACK) {
+		/* it answered, but not HTTP we can pass on: too many headers
+		 * (ours or curl's limit), a malformed status line, ... */
+		outcome = REMOTE_BAD_ANSWER;
 	}
 	remote_free(r);
 	return outcome;

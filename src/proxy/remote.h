@@ -25,6 +25,7 @@ enum remote_outcome {
 	REMOTE_OK,	    /* *resp is the cloud's answer, *status its code */
 	REMOTE_NO_BACKEND,  /* no healthy backend to try */
 	REMOTE_UNREACHABLE, /* the backend could not be reached (health told) */
+	REMOTE_BAD_ANSWER,  /* it answered what cannot be passed on (a 502) */
 	REMOTE_ERROR,	    /* anything else (out of memory, bad request) */
 };
 

@@ -68,7 +68,8 @@ static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 	req->hub = dc->hub;
 	req->raw_uri = strdup(uri ? uri : "/");
 	clock_gettime(CLOCK_MONOTONIC, &req->t0);
-	atomic_fetch_add(&dc->hub->metrics.in_flight, 1);
+	if (dc->kind != PORT_HUB) /* proxied requests only: not the scrape itself */
+		atomic_fetch_add(&dc->hub->metrics.in_flight, 1);
 	return req;
 }
 
@@ -92,17 +93,21 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	if (!req)
 		return;
 	struct hub *h = dc->hub;
-	atomic_fetch_sub(&h->metrics.in_flight, 1);
+	if (dc->kind != PORT_HUB)
+		atomic_fetch_sub(&h->metrics.in_flight, 1);
 	if (req->started && dc->kind != PORT_HUB) {
 		const char *verb = req->ri_ok ? request_info_verb(&req->ri) : "unknown";
 		metrics_request(&h->metrics, req->component, verb, (int)req->status);
-		if (!req->is_watch) {
-			struct timespec t1;
-			clock_gettime(CLOCK_MONOTONIC, &t1);
-			double s = (double)(t1.tv_sec - req->t0.tv_sec) +
-				   (double)(t1.tv_nsec - req->t0.tv_nsec) / 1e9;
+		struct timespec t1;
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		double s = (double)(t1.tv_sec - req->t0.tv_sec) +
+			   (double)(t1.tv_nsec - req->t0.tv_nsec) / 1e9;
+		if (!req->is_watch)
 			metrics_observe(&h->metrics.request_seconds, s);
-		}
+		/* the URL only: headers (credentials) and bodies (Secrets) never */
+		log_v(4, "request: %s %s %s: %u in %.3f s",
+		      req->component ? req->component : "-", verb,
+		      req->raw_uri ? req->raw_uri : "-", req->status, s);
 	}
 	request_free(req);
 	*req_cls = NULL;
@@ -145,7 +150,7 @@ static enum MHD_Result hub_endpoint(struct hub *h, struct request *req, struct M
 		}
 		size_t len = b.len;
 		return answer(req, c, 200,
-			      respond_bytes(buf_steal(&b), len, "text/plain; version=0.0.4"));
+			      respond_bytes(buf_steal(&b), len, "text/plain; version=0.0.4; charset=utf-8"));
 	}
 	return answer(req, c, 404, respond_bytes(strdup("404 page not found\n"), 19, "text/plain"));
 }
@@ -185,6 +190,10 @@ static enum MHD_Result route_proxy(struct hub *h, struct request *req, struct MH
 		return answer(req, c, status, resp);
 	if (out == REMOTE_ERROR)
 		return answer_status(req, c, 500, "the hub could not forward the request");
+	if (out == REMOTE_BAD_ANSWER)
+		return answer_status(req, c, 502,
+				     "the API server's answer could not be passed on (malformed, "
+				     "or headers over 32 KiB)");
 	/* The cloud cannot be reached: answer from the store. */
 	return local_answer(h, c, req);
 }

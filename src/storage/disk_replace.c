@@ -23,6 +23,12 @@
  * the record's and drops N.  A crash after 3 leaves T = N: recovery sees the
  * inode match and finishes 4 and 5.  Either way a reader sees the complete old
  * or the complete new view, and the cost is O(1) syncs for any N.
+ *
+ * A failure after 3 (a sync, the view file on a full disk) swaps back and
+ * puts the old view file back, so that a failed call leaves the old view;
+ * the record decides what a crash in between leaves.  The first list of a
+ * resource writes an empty view file before making the resource directory,
+ * which would otherwise read as the Go YurtHub's "all listed".
  */
 #include <dirent.h>
 #include <errno.h>
@@ -62,6 +68,8 @@ struct replace {
 	struct strmap existing; /* relative paths in T (commit) */
 	struct strmap n_dirs;	/* namespace directories made in N */
 	struct view_set views;	/* loaded, then updated with this view */
+	bool had_views;		/* there was a view file before (or a marker we wrote) */
+	struct buf old_views;	/* its content, to put back when the replace fails */
 	struct view_matcher self, *others;
 	size_t nothers;
 	struct buf scratch, rel;
@@ -416,6 +424,77 @@ static char *parent_path(const char *p)
 	return slash ? strndup(p, (size_t)(slash - p)) : strdup(".");
 }
 
+static int undo_swap(struct replace *r);
+static bool swapped(const struct replace *r);
+
+/* Undo the swap after a failure that followed it.  What counts is where the
+ * trees are now (swapped()), not whether the undo's own sync worked. */
+static void undo_or_log(struct replace *r, int why)
+{
+	int rc = undo_swap(r);
+	if (swapped(r))
+		log_error("disk store: replace of %s failed (%s) after the swap, which cannot be "
+			  "undone (%s): recovery finishes it at the next start",
+			  r->tpath, strerror(-why), strerror(rc < 0 ? -rc : EIO));
+}
+
+static char *views_path(const struct replace *r)
+{
+	struct buf p = BUF_INIT;
+	return buf_printf(&p, "%s/%s", r->component, r->resdir) < 0 ? NULL : buf_steal(&p);
+}
+
+/* The first list of a resource makes its directory.  Before that, an empty
+ * view file: a resource directory without one reads as the Go YurtHub's
+ * ("everything here was listed"), so a replace that fails (or a crash)
+ * after the directory is made would turn "never listed" into "listed,
+ * empty".  The single-object path does the same (ensure_views_marker). */
+static int mark_new_resource(struct replace *r)
+{
+	if (r->had_views)
+		return 0;
+	struct buf dir = BUF_INIT;
+	if (buf_printf(&dir, "%s/%s", r->component, r->resdir) < 0)
+		return -ENOMEM;
+	int exists = fs_exists_at(r->d->base_fd, dir.data);
+	buf_free(&dir);
+	if (exists != 0)
+		return exists < 0 ? exists : 0; /* YurtHub's directory: keep its meaning */
+	struct view_set empty = {0};
+	buf_reset(&r->old_views);
+	if (view_set_encode(&empty, &r->old_views) < 0)
+		return -ENOMEM;
+	int rc = disk_views_save(r->d, r->component, r->resdir, &empty);
+	if (rc == 0)
+		r->had_views = true;
+	return rc;
+}
+
+/* Put the view file back as it was before this replace: the new one may
+ * have been renamed in before the sync that failed. */
+static int restore_views(struct replace *r)
+{
+	struct disk_store *d = r->d;
+	if (!r->had_views) {
+		/* None before: a directory of the Go YurtHub, whose meaning the
+		 * absence of the file keeps. */
+		char *p = views_path(r);
+		if (!p)
+			return -ENOMEM;
+		int rc = fs_unlink_at(d->views_fd, p);
+		free(p);
+		if (rc == -ENOENT)
+			return 0;
+		return rc < 0 ? rc : fs_fsync_dir_at(d->views_fd, r->component);
+	}
+	struct view_set old;
+	if (view_set_decode(buf_cstr(&r->old_views), r->old_views.len, &old) < 0)
+		return -EINVAL;
+	int rc = disk_views_save(d, r->component, r->resdir, &old);
+	view_set_free(&old);
+	return rc;
+}
+
 static int swap_in(struct replace *r)
 {
 	struct disk_store *d = r->d;
@@ -446,17 +525,25 @@ static int swap_in(struct replace *r)
 		}
 	} else {
 		int created = 0;
-		rc = fs_mkdir_p_at(d->base_fd, parent, FS_DIR_MODE, &created);
+		rc = mark_new_resource(r);
+		if (rc == 0)
+			rc = fs_mkdir_p_at(d->base_fd, parent, FS_DIR_MODE, &created);
 		if (rc == 0 && created)
 			rc = disk_syncfs(d);
 		if (rc == 0)
 			rc = fs_rename_at(d->staging_fd, r->tree, d->base_fd, r->tpath, 0);
 	}
-	if (rc == 0)
+	if (rc == 0) {
 		rc = fs_fsync_dir_at(d->base_fd, parent);
-	if (rc == 0)
-		rc = fs_fsync_dir_at(d->staging_fd, ".");
-	atomic_fetch_add(&d->syncs, 2);
+		if (rc == 0)
+			rc = fs_fsync_dir_at(d->staging_fd, ".");
+		atomic_fetch_add(&d->syncs, 2);
+		/* The new tree is in place but not known to be durable: the call
+		 * fails, so the old tree goes back (the record, still durable,
+		 * settles whatever a crash leaves). */
+		if (rc < 0)
+			undo_or_log(r, rc);
+	}
 out:
 	free(parent);
 	return rc;
@@ -498,17 +585,36 @@ static int finish(struct replace *r)
 	int rc = disk_views_save(r->d, r->component, r->resdir, &r->views);
 	if (rc < 0) {
 		/* The view file could not be written (a full disk, most likely):
-		 * swap the old tree back so that nothing stored is lost.  If even
-		 * that fails, the record stays and recovery finishes the replace. */
-		if (undo_swap(r) == 0 && unlinkat(r->d->journal_fd, r->journal, 0) == 0)
+		 * the old tree and the old view file go back, so that nothing
+		 * stored is lost.  If the swap cannot be undone, the record stays
+		 * and recovery finishes the replace. */
+		undo_or_log(r, rc);
+		if (swapped(r))
+			return rc; /* the record stays: recovery finishes the replace */
+		/* The old tree is back (durably or not: the record decides after a
+		 * crash); the view file must say the same. */
+		int back = restore_views(r);
+		if (back < 0)
+			log_error("disk store: replace of %s failed, and its old view file cannot "
+				  "be put back: %s",
+				  r->tpath, strerror(-back));
+		if (unlinkat(r->d->journal_fd, r->journal, 0) == 0)
 			r->journal[0] = '\0';
 		return rc;
 	}
-	if (unlinkat(r->d->journal_fd, r->journal, 0) < 0)
-		return -errno;
+	/* The view file is durable: the replace is done.  A record that cannot
+	 * be removed makes the next start write the same view set again (a
+	 * bookmark since then is lost, nothing else), so it is not this call's
+	 * failure. */
+	char name[sizeof r->journal];
+	snprintf(name, sizeof name, "%s", r->journal);
 	r->journal[0] = '\0';
 	atomic_fetch_add(&r->d->syncs, 1);
-	return fs_fsync_dir_at(r->d->journal_fd, ".");
+	if (unlinkat(r->d->journal_fd, name, 0) < 0 ||
+	    (rc = fs_fsync_dir_at(r->d->journal_fd, ".")) < 0)
+		log_warn("disk store: replace of %s done, but its journal record %s stays: %s",
+			 r->tpath, name, strerror(rc < 0 ? -rc : errno));
+	return 0;
 }
 
 /* ---- the session ---- */
@@ -538,6 +644,14 @@ static int commit_locked(struct replace *r)
 		 * views cover objects. */
 		view_set_free(&r->views);
 	}
+	/* The view file as it is, to put back if the replace fails after
+	 * writing the new one. */
+	int had = rc == 0 && !synthesized ? disk_views_file_exists(d, r->component, r->resdir) : 0;
+	if (had < 0)
+		rc = had;
+	else if (had > 0 && view_set_encode(&r->views, &r->old_views) < 0)
+		rc = -ENOMEM;
+	r->had_views = had > 0;
 	if (rc == 0)
 		rc = init_matchers(r);
 	if (rc == 0 && view_set_put(&r->views, &r->rec, r->list_rv) < 0)
@@ -591,6 +705,7 @@ static void replace_free(struct replace *r)
 	view_rec_free(&r->rec);
 	buf_free(&r->scratch);
 	buf_free(&r->rel);
+	buf_free(&r->old_views);
 	free(r->resdir);
 	free(r->tpath);
 	free(r->component);

@@ -33,6 +33,7 @@ import threading
 import time
 import traceback
 import uuid
+import zlib
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -1362,6 +1363,353 @@ class ConnHolder:
 
 
 # --------------------------------------------------------------------------------------------
+# Hostile answers: a broken or malicious API server, switched on per path from the control port
+# --------------------------------------------------------------------------------------------
+
+HOSTILE_MODES = ("names", "bad-json", "no-metadata", "cut", "hang", "trickle", "big",
+                 "gzip-bomb", "ctype", "headers")
+BOMB_MEMBER = 64 << 20          # what one gzip member of a bomb inflates to
+BOMB_DEFAULT = 4 << 30          # a bomb inflates to this much unless size= says otherwise
+_bomb_members = {}              # fill byte -> one compressed member (~64 KB), built once
+_bomb_lock = threading.Lock()
+
+
+def bomb_member(fill):
+    """A gzip member that inflates to BOMB_MEMBER bytes of fill (a one-byte bytes)."""
+    with _bomb_lock:
+        m = _bomb_members.get(fill)
+        if m is None:
+            z = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            block = fill * (1 << 20)
+            m = b"".join([z.compress(block) for _ in range(BOMB_MEMBER >> 20)] + [z.flush()])
+            _bomb_members[fill] = m
+        return m
+
+
+def hostile_target(path):
+    """(apiVersion, kind, namespace, name) that a hostile answer for path pretends to be
+    about; name is None for a collection."""
+    parts = path.strip("/").split("/")
+    if parts[0] == "api" and len(parts) >= 2:
+        gv, rest = parts[1], parts[2:]
+    elif parts[0] == "apis" and len(parts) >= 3:
+        gv, rest = parts[1] + "/" + parts[2], parts[3:]
+    else:
+        return "v1", "Unknown", None, None
+    if rest[:1] == ["watch"]:
+        rest = rest[1:]
+    ns = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        ns, rest = rest[1], rest[2:]
+    rt = BY_GV.get(gv, {}).get(rest[0]) if rest else None
+    return gv, rt.kind if rt else "Unknown", ns, rest[1] if len(rest) > 1 else None
+
+
+class HostileLog:
+    """Armed behaviours and what was served, under the gate's lock."""
+
+    def __init__(self, cond):
+        self.cond = cond
+        self.armed = []               # dicts: mode, path, count (0: until disarmed), params
+        self.served = []              # dicts: mode, path, bytes, sha256, outcome, seconds
+        self.active = 0
+
+    def arm(self, q):
+        mode = q.get("mode", "")
+        if mode not in HOSTILE_MODES:
+            raise bad_request("mode must be one of " + ", ".join(HOSTILE_MODES))
+        spec = {"mode": mode, "path": q.get("path", "/"), "count": int(q.get("count", 1)),
+                "params": {k: v for k, v in q.items() if k not in ("mode", "path", "count")}}
+        with self.cond:
+            self.armed.append(spec)
+        return spec
+
+    def disarm(self):
+        with self.cond:
+            self.armed = []
+
+    def take(self, path):
+        with self.cond:
+            for spec in self.armed:
+                if path.startswith(spec["path"]):
+                    if spec["count"] > 0:
+                        spec["count"] -= 1
+                        if spec["count"] == 0:
+                            self.armed.remove(spec)
+                    self.active += 1
+                    return spec
+        return None
+
+    def done(self, record):
+        with self.cond:
+            self.active -= 1
+            self.served.append(record)
+            del self.served[:-100]
+
+    def state(self):
+        with self.cond:
+            return {"armed": [dict(s) for s in self.armed], "served": list(self.served),
+                    "active": self.active}
+
+
+class HostileAnswer:
+    """One hostile answer, written straight to the handler's socket.
+
+    The shape follows the request: watch events for a watch, an object for a path that names
+    one, a list otherwise. sha256 and bytes are those of the body as sent (after gzip, before
+    chunk framing), so a client can check that it got exactly that."""
+
+    def __init__(self, handler, spec, q, path):
+        self.h, self.spec, self.p = handler, spec, spec["params"]
+        self.gv, self.kind, self.ns, self.name = hostile_target(path)
+        self.watch = _truthy(q.get("watch")) or "/watch/" in path
+        self.sha, self.bytes, self.outcome = hashlib.sha256(), 0, "done"
+        self.t0 = time.monotonic()
+        store = handler.server.store
+        with store.cond:
+            self.rv = store.rv
+
+    # -- plumbing --
+
+    def head(self, code=200, ctype="application/json", length=None, extra=()):
+        h = self.h
+        h.send_response(code)
+        h.send_header("Audit-Id", str(uuid.uuid4()))
+        h.send_header("Content-Type", ctype)
+        for k, v in extra:
+            h.send_header(k, v)
+        if length is None:
+            h.send_header("Transfer-Encoding", "chunked")
+        else:
+            h.send_header("Content-Length", str(length))
+        h.end_headers()
+        h.wfile.flush()
+
+    def body(self, data, chunked=False):
+        self.sha.update(data)
+        self.bytes += len(data)
+        w = self.h.wfile
+        if chunked and data:
+            w.write(b"%x\r\n" % len(data))
+        for i in range(0, len(data), 1 << 20):
+            w.write(data[i:i + (1 << 20)])
+        if chunked and data:
+            w.write(b"\r\n")
+        w.flush()
+
+    def end_chunks(self):
+        self.h.wfile.write(b"0\r\n\r\n")
+        self.h.wfile.flush()
+
+    def whole(self, data, ctype="application/json", extra=()):
+        self.head(ctype=ctype, length=len(data), extra=extra)
+        self.body(data)
+
+    def obj(self, name, ns, extra=None):
+        md = {"name": name, "resourceVersion": str(self.rv + 1)}
+        if ns is not None:
+            md["namespace"] = ns
+        o = {"apiVersion": self.gv, "kind": self.kind, "metadata": md}
+        o.update(extra or {})
+        return dumps(o)
+
+    def list_of(self, items):
+        return (b'{"kind":"%sList","apiVersion":"%s","metadata":{"resourceVersion":"%d"},'
+                b'"items":[' % (self.kind.encode(), self.gv.encode(), self.rv)
+                + b",".join(items) + b"]}\n")
+
+    def event(self, etype, obj):
+        return b'{"type":"%s","object":%s}\n' % (etype.encode(), obj)
+
+    def answer(self, objs, events=("ADDED",)):
+        """objs as watch events, the first as the object, or all as a list."""
+        if self.watch:
+            self.head()
+            for o in objs:
+                for e in events:
+                    self.body(self.event(e, o), chunked=True)
+            self.end_chunks()
+        elif self.name is not None:
+            self.whole(objs[0] + b"\n")
+        else:
+            self.whole(self.list_of(objs))
+
+    def wait_peer(self, seconds):
+        """Hold the connection until the peer goes or seconds pass; True if it went."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and not self.h.server.stopping:
+            if self.h._peer_gone():
+                self.outcome = "peer-gone"
+                return True
+            time.sleep(0.1)
+        self.outcome = "timeout"
+        return False
+
+    # -- the behaviours --
+
+    def send(self):
+        try:
+            getattr(self, "mode_" + self.spec["mode"].replace("-", "_"))()
+        except CONN_ERRORS:
+            self.outcome = "peer-gone"
+        finally:
+            self.h.close_connection = True
+            self.h.server.hostile.done({
+                "mode": self.spec["mode"], "path": self.spec["path"], "bytes": self.bytes,
+                "sha256": self.sha.hexdigest(), "outcome": self.outcome,
+                "seconds": round(time.monotonic() - self.t0, 3)})
+
+    def mode_names(self):
+        name = self.p.get("name", self.name or "hostile")
+        ns = self.p.get("namespace", self.ns)
+        self.answer([self.obj(name, ns, {"data": {"hostile": "names"}})],
+                    events=("ADDED", "MODIFIED", "DELETED"))
+
+    def mode_bad_json(self):
+        junk = (b'{"kind":"%sList","items":[{"metadata":{"name":"bad","namespace":"x"}},,'
+                b'{"metadata":{"name":\x01}}]}' % self.kind.encode())
+        if self.watch:
+            self.head()
+            self.body(b'{"type":"ADDED","object":{"metadata":{"name":"bad"}}}\n{"type":,]\n',
+                      chunked=True)
+            self.end_chunks()
+        else:
+            self.whole(junk + b"\n")
+
+    def mode_no_metadata(self):
+        objs = [b'{}', b'{"kind":"%s","data":{"a":"b"}}' % self.kind.encode(),
+                b'{"metadata":null}', b'{"metadata":"name"}', b'{"metadata":{"name":7}}',
+                b'{"metadata":{"namespace":"default"}}']
+        self.answer(objs)
+
+    def mode_cut(self):
+        """Half of the body, then the connection closes."""
+        if self.watch:
+            self.head()
+            self.body(self.event("ADDED", self.obj("cut-0", self.ns)), chunked=True)
+            half = self.event("ADDED", self.obj("cut-1", self.ns))
+            half = half[:len(half) // 2]
+            self.h.wfile.write(b"%x\r\n" % (2 * len(half)))
+            self.body(half)
+        else:
+            objs = [self.obj("cut-%d" % i, self.ns, {"data": {"k": "v" * 100}})
+                    for i in range(20)]
+            data = objs[0] + b"\n" if self.name is not None else self.list_of(objs)
+            self.head(length=len(data))
+            self.body(data[:len(data) // 2])
+        self.outcome = "cut"
+
+    def mode_hang(self):
+        """Headers, then nothing until the peer goes (or seconds= pass)."""
+        self.head(length=None if self.watch else 4096)
+        self.wait_peer(float(self.p.get("seconds", 120)))
+
+    def mode_trickle(self):
+        """A byte every interval= seconds of a body that would take forever."""
+        interval = float(self.p.get("interval", 0.5))
+        deadline = time.monotonic() + float(self.p.get("seconds", 120))
+        prefix = self.list_of([])[:-4] if not self.watch else b""
+        self.head(length=None if self.watch else 1 << 30)
+        data = prefix + b" " * (1 << 20)
+        for i in range(len(data)):
+            if time.monotonic() >= deadline:
+                self.outcome = "timeout"
+                return
+            self.body(data[i:i + 1], chunked=self.watch)
+            if self.wait_peer(interval):
+                return
+        self.outcome = "done"
+
+    def mode_big(self):
+        """A size= byte body (default 200 MB): one huge object (item= 0) or items of item=
+        bytes each."""
+        size = int(self.p.get("size", 200 << 20))
+        item = int(self.p.get("item", 0))
+        if self.watch:
+            o = self.obj("big-0", self.ns, {"data": {"k": ""}})
+            pad = max(0, size - len(self.event("ADDED", o)))
+            self.head()
+            self.body(self.event("ADDED", o.replace(b'"k":""', b'"k":"' + b"x" * pad + b'"')),
+                      chunked=True)
+            self.end_chunks()
+            return
+        if self.name is not None or item <= 0:
+            o = self.obj("big-0", self.ns, {"data": {"k": ""}})
+            envelope = o + b"\n" if self.name is not None else self.list_of([o])
+            pad = max(0, size - len(envelope))
+            self.whole(envelope.replace(b'"k":""', b'"k":"' + b"x" * pad + b'"', 1))
+            return
+        objs, total = [], 0
+        while total < size:
+            o = self.obj("big-%d" % len(objs), self.ns, {"data": {"k": ""}})
+            o = o.replace(b'"k":""', b'"k":"' + b"x" * max(0, item - len(o)) + b'"')
+            objs.append(o)
+            total += len(o) + 1
+        self.whole(self.list_of(objs))
+
+    def mode_gzip_bomb(self):
+        """Content-Encoding: gzip, a few MB that inflate to size= bytes (default 4 GiB):
+        whitespace between JSON tokens (shape=space) or one endless string (shape=string)."""
+        size = int(self.p.get("size", BOMB_DEFAULT))
+        if self.p.get("shape", "space") == "string":
+            fill = b"a"
+            if self.watch:
+                prefix = b'{"type":"ADDED","object":{"metadata":{"name":"'
+                suffix = b'"}}}\n'
+            elif self.name is not None:
+                prefix, suffix = b'{"metadata":{"name":"', b'"}}\n'
+            else:
+                prefix, suffix = self.list_of([])[:-3] + b'{"metadata":{"name":"', b'"}}]}\n'
+        else:
+            fill = b" "
+            if self.watch:
+                prefix, suffix = b'{"type":"ADDED","object":', b'{"metadata":{"name":"b"}}}\n'
+            elif self.name is not None:
+                prefix, suffix = b'{"metadata":', b'{"name":"bomb"}}\n'
+            else:
+                prefix, suffix = self.list_of([])[:-3], b"]}\n"
+        data = (gzip.compress(prefix) + bomb_member(fill) * max(1, size // BOMB_MEMBER)
+                + gzip.compress(suffix))
+        extra = [("Content-Encoding", "gzip")]
+        if self.watch:
+            self.head(extra=extra)
+            for i in range(0, len(data), 1 << 16):
+                self.body(data[i:i + (1 << 16)], chunked=True)
+            self.end_chunks()
+        else:
+            self.whole(data, extra=extra)
+
+    def mode_ctype(self):
+        """Content-Type: ctype= (default protobuf) on body=json (an empty list, or an object)
+        or body=protobuf (protobuf bytes, whatever the type says)."""
+        ctype = self.p.get("ctype", PROTOBUF)
+        if self.p.get("body", "json") == "protobuf":
+            data = (b"k8s\x00\n\x0c\n\x02v1\x12\x06" + self.kind.encode()[:6].ljust(6, b"x")
+                    + b"\x12\x08\n\x06\n\x04\x00\x01\x02\x03\x1a\x00\"\x00")
+        elif self.name is not None:
+            data = self.obj(self.name, self.ns, {"data": {"hostile": "ctype"}}) + b"\n"
+        else:
+            data = self.list_of([])
+        if self.watch:
+            self.head(ctype=ctype)
+            self.body(data if self.p.get("body") == "protobuf"
+                      else self.event("ADDED", self.obj("ctype", self.ns)), chunked=True)
+            self.end_chunks()
+        else:
+            self.whole(data, ctype=ctype)
+
+    def mode_headers(self):
+        """n= extra response headers (default 10,000), or one of hsize= bytes."""
+        hsize = int(self.p.get("hsize", 0))
+        if hsize:
+            extra = [("X-Hostile", "h" * hsize)]
+        else:
+            extra = [("X-Hostile-%d" % i, "v") for i in range(int(self.p.get("n", 10000)))]
+        self.whole(self.list_of([]) if self.name is None else self.obj(self.name, self.ns),
+                   extra=extra)
+
+
+# --------------------------------------------------------------------------------------------
 # The API handler
 # --------------------------------------------------------------------------------------------
 
@@ -1459,6 +1807,9 @@ class ApiHandler(BaseHTTPRequestHandler):
             return
         self.req_path = u.path
         gate.count(self.headers.get("User-Agent", ""), u.path)
+        hostile = self.server.hostile.take(u.path)
+        if hostile:
+            return HostileAnswer(self, hostile, q, u.path).send()
         try:
             code = gate.take_fault(u.path)
             if code:
@@ -1872,6 +2223,7 @@ class ApiServer(ThreadingHTTPServer):
     def __init__(self, addr, store, gate, ssl_ctx, bookmark_interval, verbose):
         self.store, self.gate, self.ssl_ctx = store, gate, ssl_ctx
         self.bookmark_interval, self.verbose = bookmark_interval, verbose
+        self.hostile = HostileLog(gate.cond)
         self.stopping = False
         self.listening = True
         self.listen_lock = threading.Lock()
@@ -2042,6 +2394,13 @@ class ControlHandler(BaseHTTPRequestHandler):
                 return e.obj
             items, rv, _, _ = store.list(rt, Matcher(rt, q.get("namespace"), None, "", ""))
             return {"items": [json.loads(i) for i in items], "rv": rv}
+        if m == "POST" and path == "/hostile":
+            return api.hostile.arm(q)
+        if m == "DELETE" and path == "/hostile":
+            api.hostile.disarm()
+            return api.hostile.state()
+        if m == "GET" and path == "/hostile":
+            return api.hostile.state()
         if m == "POST" and path == "/shutdown":
             threading.Thread(target=self.server.stop_all, daemon=True).start()
             return {"shutdown": True}

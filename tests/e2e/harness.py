@@ -164,15 +164,18 @@ class Etcd:
 class Hub:
     """The yurthub binary under test."""
 
-    def __init__(self, workdir, servers, extra=(), cache=None, name="hub", node="node1"):
+    def __init__(self, workdir, servers, extra=(), cache=None, name="hub", node="node1",
+                 binary=None, wrapper=(), ready_timeout=30, env=None):
         self.workdir = workdir
+        self.env = dict(os.environ, **(env or {}))
         self.cache = cache or os.path.join(workdir, name + "-cache")
         self.proxy_port = free_port()
         self.serve_port = free_port()
         self.url = "http://127.0.0.1:%d" % self.proxy_port
         self.logpath = os.path.join(workdir, name + ".log")
-        self.args = [HUB_BIN, "--server-addr=" + ",".join(servers), "--node-name=" + node,
-                     "--proxy-port=%d" % self.proxy_port, "--serve-port=%d" % self.serve_port,
+        self.ready_timeout = ready_timeout
+        self.args = [*wrapper, binary or HUB_BIN, "--server-addr=" + ",".join(servers),
+                     "--node-name=" + node, "--proxy-port=%d" % self.proxy_port, "--serve-port=%d" % self.serve_port,
                      "--proxy-secure-port=0", "--disk-cache-path=" + self.cache,
                      "--heartbeat-interval-seconds=1", "-v", "2", *extra]
         self.proc = None
@@ -180,8 +183,9 @@ class Hub:
 
     def start(self):
         self.log = open(self.logpath, "ab")
-        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(self.ready, 30, what="the hub to be ready")
+        self.proc = subprocess.Popen(self.args, stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=self.env)
+        wait_for(self.ready, self.ready_timeout, what="the hub to be ready")
 
     def ready(self):
         if self.proc.poll() is not None:

@@ -13,6 +13,9 @@
 #include <cmocka.h>
 
 #include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -335,6 +338,69 @@ static void test_reconnects_leak_no_descriptors(void **state)
 	assert_true(count_fds() <= fds + 2);
 	buf_free(&b);
 	store_key_free(&k);
+}
+
+/* ---- etcd killed under a writer ---- */
+
+struct busy_writer {
+	struct store *s;
+	atomic_bool stop;
+	int rounds, failures;
+};
+
+static void *busy_writer_main(void *arg)
+{
+	struct busy_writer *w = arg;
+	unsigned seed = 7;
+	uint64_t rv = 1000;
+	while (!atomic_load(&w->stop)) {
+		struct buf items = BUF_INIT;
+		for (int i = 0; i < 150; i++)
+			if (rand_r(&seed) % 3)
+				buf_printf(&items, "%sk/p%03d@%llu", items.len ? " " : "", i,
+					   (unsigned long long)rv);
+		rv++;
+		if (replace_pods(w->s, "kubelet", "", "", rv, buf_cstr(&items)) != STORE_OK)
+			w->failures++;
+		w->rounds++;
+		buf_free(&items);
+	}
+	return NULL;
+}
+
+static void test_etcd_killed_during_writes(void **state)
+{
+	struct fx *f = *state;
+	struct busy_writer w = {f->a, false, 0, 0};
+	/* warm up: a list big enough for the writer threads (each takes a
+	 * connection that the client then keeps for reuse) */
+	struct buf warm = BUF_INIT;
+	for (int i = 0; i < 120; i++)
+		buf_printf(&warm, "%sk/p%03d@5", warm.len ? " " : "", i);
+	assert_int_equal(replace_pods(f->a, "kubelet", "", "", 10, warm.data), STORE_OK);
+	buf_free(&warm);
+	int fds = count_fds();
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, busy_writer_main, &w), 0);
+	unsigned seed = 11;
+	for (int cycle = 0; cycle < 4; cycle++) {
+		struct timespec ts = {0, (long)(100 + rand_r(&seed) % 400) * 1000000L};
+		nanosleep(&ts, NULL);
+		kill(proc.pid, SIGKILL); /* no warning for etcd: mid-Txn */
+		etcd_proc_halt(&proc);
+		assert_int_equal(etcd_proc_restart(&proc), 0);
+	}
+	atomic_store(&w.stop, true);
+	pthread_join(th, NULL);
+	printf("writer: %d replaces, %d failed while etcd was down\n", w.rounds, w.failures);
+	assert_true(w.rounds > w.failures); /* it wrote between the kills */
+	/* the next list converges, whatever the kills interrupted */
+	assert_int_equal(replace_pods(f->a, "kubelet", "", "", 1000000, "k/p001@999999 k/p149@999999"),
+			 STORE_OK);
+	assert_pods_in_etcd(f->prefix, "k/p001 k/p149");
+	assert_records_ok(f->a);
+	printf("descriptors: %d before, %d after\n", fds, count_fds());
+	assert_true(count_fds() <= fds + 2);
 }
 
 /* ---- §3.8: pods are not podtemplates; names with punctuation ---- */
@@ -745,6 +811,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_etcd_down_fails_fast_and_recovers, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_reconnects_leak_no_descriptors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_etcd_killed_during_writes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_never_return_podtemplates, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_names_with_punctuation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_list_is_empty, setup, teardown),

@@ -686,6 +686,39 @@ static void test_may_match_sees_escaped_values(void **state)
 	selector_free(fs);
 }
 
+/* Thousands of terms and of set values (a selector a client may send): the
+ * arrays grow by doubling; every term and value must survive the growth. */
+static void test_thousands_of_terms(void **state)
+{
+	enum { N = 3000 };
+	char *text = malloc(N * 16 + 16), *set = malloc(N * 8 + 32);
+	char *err = NULL;
+	size_t used = 0, sused = 0;
+	struct selector *many, *in;
+
+	(void)state;
+	assert_non_null(text);
+	assert_non_null(set);
+	sused += (size_t)sprintf(set, "app in (");
+	for (int i = 0; i < N; i++) {
+		used += (size_t)sprintf(text + used, "%sk%d!=x", i ? "," : "", i);
+		sused += (size_t)sprintf(set + sused, "%sv%d", i ? "," : "", i);
+	}
+	strcpy(set + sused, ")");
+	assert_int_equal(selector_parse(SELECTOR_LABEL, text, &many, &err), 0);
+	assert_int_equal(selector_parse(SELECTOR_LABEL, set, &in, &err), 0);
+	const char *hit = "{\"metadata\":{\"labels\":{\"app\":\"v2999\",\"k1234\":\"y\"}}}";
+	const char *miss = "{\"metadata\":{\"labels\":{\"app\":\"v3000\",\"k2999\":\"x\"}}}";
+	assert_int_equal(selector_match_json(in, NULL, hit, strlen(hit)), 1);
+	assert_int_equal(selector_match_json(in, NULL, miss, strlen(miss)), 0);
+	assert_int_equal(selector_match_json(many, NULL, hit, strlen(hit)), 1);
+	assert_int_equal(selector_match_json(many, NULL, miss, strlen(miss)), 0);
+	selector_free(many);
+	selector_free(in);
+	free(text);
+	free(set);
+}
+
 /* More requirements than fit on the evaluator's stack. */
 static void test_many_requirements(void **state)
 {
@@ -744,6 +777,7 @@ int main(void)
 	    cmocka_unit_test(test_match_json),
 	    cmocka_unit_test(test_malformed_json),
 	    cmocka_unit_test(test_many_requirements),
+	    cmocka_unit_test(test_thousands_of_terms),
 	    cmocka_unit_test(test_may_match_sees_escaped_values),
 	};
 
