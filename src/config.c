@@ -87,7 +87,9 @@ static const struct flag flags[] = {
      "Offline watches without timeoutSeconds last a random time between this and twice this."},
     {"max-requests-in-flight", F_INT, OFF(max_requests_in_flight), "250",
      "Requests served at once (watches excluded); more wait for a slot."},
-    {"v", F_INT, OFF(verbosity), "0", "Log verbosity: 0 errors and warnings, 1 events, 4 debug."},
+    {"v", F_INT, OFF(verbosity), "0",
+     "Log verbosity: 0 errors, warnings and lifecycle lines (start, ready, an upstream's "
+     "health changing, stop), 1 events, 2 details, 4 every request and debug."},
     {"log-format", F_STR, OFF(log_format), "text",
      "Log format: text or json (one JSON object per line)."},
     {"help", F_BOOL, OFF(help), "false", "Print this help and exit."},
@@ -118,6 +120,33 @@ static const struct flag flags[] = {
     {"node-ip", F_IGNORED, 0, "", NULL},
     {"host-control-plane-address", F_IGNORED, 0, "", NULL},
     {"pool-scope-resources", F_IGNORED, 0, "", NULL},
+    /* the older YurtHub's pool coordinator and its leader election */
+    {"enable-coordinator", F_IGNORED_BOOL, 0, "", NULL},
+    {"coordinator-server-addr", F_IGNORED, 0, "", NULL},
+    {"coordinator-storage-addr", F_IGNORED, 0, "", NULL},
+    {"coordinator-storage-prefix", F_IGNORED, 0, "", NULL},
+    {"leader-elect", F_IGNORED_BOOL, 0, "", NULL},
+    {"leader-elect-lease-duration", F_IGNORED, 0, "", NULL},
+    {"leader-elect-renew-deadline", F_IGNORED, 0, "", NULL},
+    {"leader-elect-retry-period", F_IGNORED, 0, "", NULL},
+    {"leader-elect-resource-lock", F_IGNORED, 0, "", NULL},
+    {"leader-elect-resource-name", F_IGNORED, 0, "", NULL},
+    {"leader-elect-resource-namespace", F_IGNORED, 0, "", NULL},
+    /* klog's flags, which YurtHub's manifests may carry (-v is ours) */
+    {"logtostderr", F_IGNORED_BOOL, 0, "", NULL},
+    {"alsologtostderr", F_IGNORED_BOOL, 0, "", NULL},
+    {"log-dir", F_IGNORED, 0, "", NULL},
+    {"log-file", F_IGNORED, 0, "", NULL},
+    {"log-file-max-size", F_IGNORED, 0, "", NULL},
+    {"log_dir", F_IGNORED, 0, "", NULL},
+    {"log_file", F_IGNORED, 0, "", NULL},
+    {"log_file_max_size", F_IGNORED, 0, "", NULL},
+    {"add_dir_header", F_IGNORED_BOOL, 0, "", NULL},
+    {"skip_headers", F_IGNORED_BOOL, 0, "", NULL},
+    {"skip_log_headers", F_IGNORED_BOOL, 0, "", NULL},
+    {"one_output", F_IGNORED_BOOL, 0, "", NULL},
+    {"stderrthreshold", F_IGNORED, 0, "", NULL},
+    {"vmodule", F_IGNORED, 0, "", NULL},
 };
 
 #define NFLAGS (sizeof flags / sizeof flags[0])
@@ -396,6 +425,56 @@ static bool url_ok(const char *u)
 	return rest && *rest && *rest != '/';
 }
 
+/* host, host:port, [v6] or [v6]:port, and nothing else */
+static bool bare_host_port(const char *u)
+{
+	const char *p = u;
+	if (*p == '[') {
+		p = strchr(u, ']');
+		if (!p || p == u + 1 ||
+		    strspn(u + 1, "0123456789abcdefABCDEF:.") != (size_t)(p - u - 1))
+			return false;
+		p++;
+	} else {
+		size_t n =
+		    strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-");
+		if (!n)
+			return false;
+		p += n;
+	}
+	if (*p == ':') {
+		size_t d = strspn(++p, "0123456789");
+		if (!d)
+			return false;
+		p += d;
+	}
+	return !*p;
+}
+
+/* "10.0.0.1:6443" is https://10.0.0.1:6443, as YurtHub reads it; anything
+ * else without a scheme stays as written and is refused. */
+static int scheme_default(char **url)
+{
+	if (!bare_host_port(*url))
+		return 0;
+	struct buf b = BUF_INIT;
+	if (buf_printf(&b, "https://%s", *url) < 0)
+		return -1;
+	free(*url);
+	*url = buf_steal(&b);
+	return 0;
+}
+
+/* "https://user:pass@host": the URL is logged and is a metrics label, so a
+ * password in it would leak; identity belongs in --kubeconfig/--token-file. */
+static bool url_has_userinfo(const char *u)
+{
+	const char *host = strstr(u, "://");
+	host = host ? host + 3 : u;
+	size_t authority = strcspn(host, "/?#");
+	return memchr(host, '@', authority) != NULL;
+}
+
 static int check_readable(const char *flag, const char *path, char **err)
 {
 	if (!path || !*path)
@@ -420,7 +499,14 @@ int config_validate(struct config *c, char **err)
 	if (c->server_addr.n == 0)
 		return *err = strdup("flag --server-addr is required"), -1;
 	for (size_t i = 0; i < c->server_addr.n; i++)
-		if (!url_ok(c->server_addr.v[i]))
+		if (scheme_default(&c->server_addr.v[i]) < 0)
+			return *err = strdup("out of memory"), -1;
+		else if (url_has_userinfo(c->server_addr.v[i]))
+			return *err = strdup("invalid value for flag --server-addr: credentials in "
+					     "a URL are not accepted (they would be logged); use "
+					     "--kubeconfig or --token-file"),
+			       -1;
+		else if (!url_ok(c->server_addr.v[i]))
 			return *err = msg("invalid value \"%s\" for flag --server-addr: want "
 					  "http://host[:port] or https://host[:port]",
 					  c->server_addr.v[i], NULL),
@@ -573,5 +659,24 @@ void config_print_man_options(FILE *out)
 		if (f->def && *f->def && f->type != F_BOOL)
 			fprintf(out, " Default: %s.", f->def);
 		fputc('\n', out);
+	}
+}
+
+void config_print_man_compat(FILE *out)
+{
+	size_t last = NFLAGS;
+	for (size_t i = 0; i < NFLAGS; i++)
+		if (!flags[i].help)
+			last = i;
+	for (size_t i = 0; i < NFLAGS; i++) {
+		if (flags[i].help)
+			continue;
+		fputs(".BR \\-\\-", out);
+		for (const char *p = flags[i].name; *p; p++) {
+			if (*p == '-')
+				fputc('\\', out);
+			fputc(*p, out);
+		}
+		fputs(i == last ? " .\n" : " ,\n", out);
 	}
 }

@@ -74,6 +74,8 @@ int config_validate(struct config *c, char **err);
 void config_print_help(FILE *out);
 /* The flag table as a man page section (roff), for yurthub.8. */
 void config_print_man_options(FILE *out);
+/* The flags accepted for compatibility only, as a roff list, for yurthub.8. */
+void config_print_man_compat(FILE *out);
 
 void strlist_free(struct strlist *l);
 /* Split a comma-separated value, dropping empty elements; 0 or -1 (ENOMEM). */

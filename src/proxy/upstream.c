@@ -7,8 +7,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "kube/kubeconfig.h"
@@ -16,6 +18,10 @@
 #include "util/log.h"
 
 #define TOKEN_REREAD_SECONDS 60
+/* How often the client certificate files are stat'ed.  kubelet rotates its
+ * certificate well before the old one expires (at 70-90% of its life), so a
+ * few seconds' delay is harmless; a stat is cheap. */
+#define CERT_RECHECK_SECONDS 10
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access a, void *p)
 {
@@ -91,6 +97,144 @@ static int copy_buf(struct buf *dst, const struct buf *src)
 	return src->len ? buf_append(dst, src->data, src->len) : 0;
 }
 
+/* *slot = a copy of path (NULL clears it); 0 or -1 (ENOMEM). */
+static int set_path(char **slot, const char *path)
+{
+	char *p = path ? strdup(path) : NULL;
+	if (path && !p)
+		return -1;
+	free(*slot);
+	*slot = p;
+	return 0;
+}
+
+/* Key material must not linger in freed memory (a kubelet-style file holds
+ * the key beside the certificate, so the certificate buffer may too). */
+static void buf_wipe_free(struct buf *b)
+{
+	if (b->data)
+		explicit_bzero(b->data, b->cap);
+	buf_free(b);
+}
+
+static void stamp_file(const char *path, struct file_stamp *fs)
+{
+	struct stat st;
+	memset(fs, 0, sizeof *fs);
+	if (!path || stat(path, &st) != 0) /* stat, not lstat: the link's target */
+		return;
+	fs->ok = true;
+	fs->dev = st.st_dev;
+	fs->ino = st.st_ino;
+	fs->mtime = st.st_mtim;
+	fs->size = st.st_size;
+}
+
+static bool stamp_eq(const struct file_stamp *a, const struct file_stamp *b)
+{
+	return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
+static bool buf_eq(const struct buf *a, const struct buf *b)
+{
+	return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
+}
+
+/* Do cert and key parse as PEM and belong together?  GnuTLS (already linked
+ * for the secure port) checks both when loading them into a credential, the
+ * way curl's TLS library will when it next connects.  0 or a GnuTLS error. */
+static int check_pem_pair(const struct buf *cert, const struct buf *key)
+{
+	gnutls_certificate_credentials_t cred;
+	int rc = gnutls_certificate_allocate_credentials(&cred);
+	if (rc < 0)
+		return rc;
+	gnutls_datum_t c = {(unsigned char *)cert->data, (unsigned int)cert->len};
+	gnutls_datum_t k = {(unsigned char *)key->data, (unsigned int)key->len};
+	rc = gnutls_certificate_set_x509_key_mem2(cred, &c, &k, GNUTLS_X509_FMT_PEM, NULL, 0);
+	gnutls_certificate_free_credentials(cred);
+	return rc < 0 ? rc : 0;
+}
+
+/* Re-read one side of the pair into out: the file when it came from one,
+ * else the current bytes.  0, or -1 with the reason logged. */
+static int reread_side(const char *path, const struct buf *current, struct buf *out,
+		       const char *what)
+{
+	if (!path)
+		return copy_buf(out, current);
+	int rc = fs_read_operator_file(path, out, 1 << 20);
+	if (rc < 0)
+		log_warn("cannot re-read the client %s %s: %s; keeping the current pair", what,
+			 path, strerror(-rc));
+	return rc < 0 ? -1 : 0;
+}
+
+/* See upstream_recheck_client_cert(); with cert_lock held. */
+static int recheck_locked(struct upstream *u)
+{
+	u->cert_checked_at = now_seconds();
+	struct file_stamp cs, ks;
+	stamp_file(u->cert_file, &cs);
+	stamp_file(u->key_file, &ks);
+	if (stamp_eq(&cs, &u->cert_seen) && stamp_eq(&ks, &u->key_seen))
+		return 0;
+	/* This change is judged now, whatever the verdict, so that a broken
+	 * rotation is warned about once, not every few seconds.  The stamps
+	 * come before the reads: a file replaced in between is seen as
+	 * changed again next time, and re-read then. */
+	u->cert_seen = cs;
+	u->key_seen = ks;
+	struct buf cert = BUF_INIT, key = BUF_INIT;
+	int rc = -1;
+	if (reread_side(u->cert_file, &u->cert_pem, &cert, "certificate") < 0 ||
+	    reread_side(u->key_file, &u->key_pem, &key, "key") < 0) {
+		rc = -1; /* warned there */
+	} else if (buf_eq(&cert, &u->cert_pem) && buf_eq(&key, &u->key_pem)) {
+		rc = 0; /* touched, or re-pointed at the same bytes */
+	} else {
+		int grc = check_pem_pair(&cert, &key);
+		if (grc < 0) {
+			/* The two files of a pair may be replaced one after the
+			 * other; the second change is judged on its own. */
+			const char *c = u->cert_file ? u->cert_file : "(inline)";
+			const char *k = u->key_file ? u->key_file : "(inline)";
+			if (!strcmp(c, k))
+				log_warn("the client certificate and key in %s changed but are not "
+					 "usable (%s); keeping the current pair",
+					 c, gnutls_strerror(grc));
+			else
+				log_warn("the client certificate %s and key %s changed but are not "
+					 "usable (%s); keeping the current pair",
+					 c, k, gnutls_strerror(grc));
+		} else {
+			buf_wipe_free(&u->cert_pem);
+			buf_wipe_free(&u->key_pem);
+			u->cert_pem = cert;
+			u->key_pem = key;
+			cert = (struct buf)BUF_INIT;
+			key = (struct buf)BUF_INIT;
+			log_msg('I', 0, "client certificate reloaded from %s",
+				u->cert_file ? u->cert_file : u->key_file);
+			rc = 1;
+		}
+	}
+	buf_wipe_free(&cert);
+	buf_wipe_free(&key);
+	return rc;
+}
+
+int upstream_recheck_client_cert(struct upstream *u)
+{
+	if (!u->cert_file && !u->key_file)
+		return 0;
+	pthread_mutex_lock(&u->cert_lock);
+	int rc = recheck_locked(u);
+	pthread_mutex_unlock(&u->cert_lock);
+	return rc;
+}
+
 static int identity_from_kubeconfig(struct upstream *u, const struct config *cfg,
 				    struct kubeconfig *kc, char **err)
 {
@@ -100,15 +244,19 @@ static int identity_from_kubeconfig(struct upstream *u, const struct config *cfg
 		return -1;
 	if (kc->ca_data.len && copy_buf(&u->ca_pem, &kc->ca_data) < 0)
 		return -1;
-	if (kc->client_cert_file &&
-	    read_pem(kc->client_cert_file, &u->cert_pem, err, "kubeconfig client certificate") < 0)
+	if (kc->client_cert_file && (read_pem(kc->client_cert_file, &u->cert_pem, err,
+					      "kubeconfig client certificate") < 0 ||
+				     set_path(&u->cert_file, kc->client_cert_file) < 0))
 		return -1;
-	if (kc->client_cert_data.len && copy_buf(&u->cert_pem, &kc->client_cert_data) < 0)
+	if (kc->client_cert_data.len && (copy_buf(&u->cert_pem, &kc->client_cert_data) < 0 ||
+					 set_path(&u->cert_file, NULL) < 0))
 		return -1;
 	if (kc->client_key_file &&
-	    read_pem(kc->client_key_file, &u->key_pem, err, "kubeconfig client key") < 0)
+	    (read_pem(kc->client_key_file, &u->key_pem, err, "kubeconfig client key") < 0 ||
+	     set_path(&u->key_file, kc->client_key_file) < 0))
 		return -1;
-	if (kc->client_key_data.len && copy_buf(&u->key_pem, &kc->client_key_data) < 0)
+	if (kc->client_key_data.len &&
+	    (copy_buf(&u->key_pem, &kc->client_key_data) < 0 || set_path(&u->key_file, NULL) < 0))
 		return -1;
 	u->insecure = kc->insecure_skip_tls_verify;
 	if (kc->tls_server_name)
@@ -125,10 +273,12 @@ static int identity_from_flags(struct upstream *u, const struct config *cfg, cha
 	if (*cfg->ca_file && read_pem(cfg->ca_file, &u->ca_pem, err, "ca-file") < 0)
 		return -1;
 	if (*cfg->client_cert_file &&
-	    read_pem(cfg->client_cert_file, &u->cert_pem, err, "client-cert-file") < 0)
+	    (read_pem(cfg->client_cert_file, &u->cert_pem, err, "client-cert-file") < 0 ||
+	     set_path(&u->cert_file, cfg->client_cert_file) < 0))
 		return -1;
 	if (*cfg->client_key_file &&
-	    read_pem(cfg->client_key_file, &u->key_pem, err, "client-key-file") < 0)
+	    (read_pem(cfg->client_key_file, &u->key_pem, err, "client-key-file") < 0 ||
+	     set_path(&u->key_file, cfg->client_key_file) < 0))
 		return -1;
 	if (*cfg->token_file) {
 		free(u->token_file);
@@ -161,6 +311,7 @@ int upstream_init(struct upstream *u, const struct config *cfg, char **err)
 	*err = NULL;
 	u->lb_mode = cfg->lb_mode;
 	pthread_mutex_init(&u->token_lock, NULL);
+	pthread_mutex_init(&u->cert_lock, NULL);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_init(&u->share_locks[i], NULL);
 	struct kubeconfig kc = {0};
@@ -181,6 +332,10 @@ int upstream_init(struct upstream *u, const struct config *cfg, char **err)
 	}
 	if (rc == 0 && u->token_file)
 		load_token_file(u);
+	/* The stamps stay empty: the first check, a few seconds from now,
+	 * re-reads the files once and finds the same bytes, or a certificate
+	 * rotated while the hub was starting. */
+	u->cert_checked_at = now_seconds();
 	if (rc == 0 && !(u->share = curl_share_init()))
 		rc = -1;
 	if (rc == 0 && pthread_key_create(&u->handles_key, handles_free) != 0)
@@ -215,12 +370,15 @@ void upstream_free(struct upstream *u)
 		free(u->backends[i].url);
 	free(u->backends);
 	buf_free(&u->ca_pem);
-	buf_free(&u->cert_pem);
-	buf_free(&u->key_pem);
+	buf_wipe_free(&u->cert_pem);
+	buf_wipe_free(&u->key_pem);
+	free(u->cert_file);
+	free(u->key_file);
 	free(u->tls_server_name);
 	free(u->token_file);
 	free(u->token);
 	pthread_mutex_destroy(&u->token_lock);
+	pthread_mutex_destroy(&u->cert_lock);
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
 		pthread_mutex_destroy(&u->share_locks[i]);
 	memset(u, 0, sizeof *u);
@@ -249,12 +407,28 @@ static void configure(struct upstream *u, CURL *e, bool with_client_cert)
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
+	/* Every handle gets the pair current at this moment: new ones here,
+	 * and the reused ones of upstream_take() too, which are reset and set
+	 * up again for each request.  The blobs are copied (CURL_BLOB_COPY),
+	 * so the pair may be swapped once the lock is released.
+	 * After a swap, new transfers do not ride the old identity: curl
+	 * matches the client certificate blob when it picks a cached
+	 * connection or TLS session from the share.  Connections opened with
+	 * the old certificate stay in use by handles that still carry it, and
+	 * in the cache until they close (idle, or the server hangs up); that
+	 * is acceptable, as the old certificate stays valid for a while after
+	 * kubelet rotates. */
+	pthread_mutex_lock(&u->cert_lock);
+	if ((u->cert_file || u->key_file) &&
+	    now_seconds() - u->cert_checked_at >= CERT_RECHECK_SECONDS)
+		recheck_locked(u);
 	if (with_client_cert && u->cert_pem.len && u->key_pem.len) {
 		curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
 		set_blob(e, CURLOPT_SSLCERT_BLOB, &u->cert_pem);
 		curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
 		set_blob(e, CURLOPT_SSLKEY_BLOB, &u->key_pem);
 	}
+	pthread_mutex_unlock(&u->cert_lock);
 }
 
 CURL *upstream_easy(struct upstream *u, const struct backend *b, bool with_client_cert)

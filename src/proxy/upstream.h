@@ -1,7 +1,9 @@
 /*
  * upstream.h - the cloud's API servers as the hub reaches them: their URLs,
  * the hub's identity towards them (client certificate, CA, or token, from a
- * kubeconfig or flags), and libcurl handles set up with both.
+ * kubeconfig or flags), and libcurl handles set up with both.  A client
+ * certificate and key read from files follow the files: kubelet rotates its
+ * certificate, and the hub picks up the new pair within seconds.
  *
  * All handles share one connection cache, DNS cache and TLS session cache
  * (a CURLSH), so that keep-alive connections to the cloud are reused across
@@ -15,6 +17,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "config.h"
 #include "util/buf.h"
@@ -25,6 +29,17 @@ struct backend {
 	atomic_int healthy;
 	/* health state, owned by the health checker */
 	int successes, failures;
+};
+
+/* What stat(2) says of a file, through any symlink: enough to notice that
+ * kubelet re-pointed kubelet-client-current.pem at a new file (new inode)
+ * or that someone rewrote a file in place (mtime, size). */
+struct file_stamp {
+	bool ok; /* stat succeeded */
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	off_t size;
 };
 
 struct upstream {
@@ -41,6 +56,15 @@ struct upstream {
 	pthread_mutex_t token_lock;
 	char *token; /* current bearer token, NULL for none */
 	long token_read_at;
+	/* The client certificate and key, when they came from files (NULL:
+	 * inline kubeconfig data, or none), are re-read when the files change:
+	 * kubelet rotates its certificate and the old one expires.  cert_lock
+	 * guards cert_pem, key_pem and the fields below; every handle copies
+	 * the pair under it. */
+	pthread_mutex_t cert_lock;
+	char *cert_file, *key_file;
+	struct file_stamp cert_seen, key_seen; /* the files as last examined */
+	long cert_checked_at;
 
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
@@ -69,6 +93,14 @@ void upstream_give_back(struct upstream *u, CURLM *multi, CURL *easy);
 /* "Authorization: Bearer <token>" for the hub's own identity, or NULL when
  * it has none (malloc'ed).  Token files are re-read every minute. */
 char *upstream_auth_header(struct upstream *u);
+
+/* Look at the client certificate files now (the hub does so by itself, at
+ * most every few seconds, when it sets up a handle) and swap in a changed
+ * pair if the certificate and the key parse and match.  1 swapped, 0 nothing
+ * new (or no files), -1 a changed pair was refused: a warning was logged
+ * and the current pair stays.  Each change is judged, and warned about,
+ * once. */
+int upstream_recheck_client_cert(struct upstream *u);
 
 /* The next healthy backend by --lb-mode, or NULL when none is healthy.
  * Backends whose bit is set in `skip` (bit i: backend i) are passed over. */

@@ -1297,6 +1297,7 @@ class Gate:
         self.requests = 0
         self.by_ua, self.by_path, self.by_verb = Counter(), Counter(), Counter()
         self.by_verb_path = Counter()
+        self.by_client_cn = Counter()  # the CN of each request's client certificate
         self.watches = 0
         self.faults = []              # [code, count, path_prefix]
 
@@ -1338,6 +1339,10 @@ class Gate:
             self.requests += 1
             self.by_ua[(ua or "").split("/")[0]] += 1
             self.by_path[path] += 1
+
+    def count_client(self, cn):
+        with self.cond:
+            self.by_client_cn[cn] += 1
 
     def count_verb(self, verb, path):
         with self.cond:
@@ -1775,7 +1780,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         extra = dict(headers or {})
         if (compress and len(body) > GZIP_THRESHOLD
                 and "gzip" in self.headers.get("Accept-Encoding", "")):
-            body = gzip.compress(body, compresslevel=1)
+            body = gzip.compress(body, compresslevel=1, mtime=0)  # same bytes every time
             extra["Content-Encoding"] = "gzip"
             extra["Vary"] = "Accept-Encoding"
         self.send_response(code)
@@ -1807,6 +1812,10 @@ class ApiHandler(BaseHTTPRequestHandler):
             return
         self.req_path = u.path
         gate.count(self.headers.get("User-Agent", ""), u.path)
+        peer = self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None
+        if peer:
+            gate.count_client(next((v for rdn in peer.get("subject", ()) for k, v in rdn
+                                    if k == "commonName"), ""))
         hostile = self.server.hostile.take(u.path)
         if hostile:
             return HostileAnswer(self, hostile, q, u.path).send()
@@ -2334,6 +2343,7 @@ class ControlHandler(BaseHTTPRequestHandler):
                         "requests_by_path": dict(gate.by_path),
                         "requests_by_verb": dict(gate.by_verb),
                         "requests_by_verb_path": dict(gate.by_verb_path),
+                        "requests_by_client_cn": dict(gate.by_client_cn),
                         "watches_open": gate.watches, "connections_open": len(gate.conns),
                         "faults": [list(f) for f in gate.faults],
                         "objects": {rid: len(o) for rid, o in store.objects.items()}}
@@ -2363,7 +2373,15 @@ class ControlHandler(BaseHTTPRequestHandler):
                 gate.by_path.clear()
                 gate.by_verb.clear()
                 gate.by_verb_path.clear()
+                gate.by_client_cn.clear()
             return {"requests": 0}
+        if m == "POST" and path == "/client-ca":
+            if not api.ssl_ctx or not api.ssl_ctx.verify_mode == ssl.CERT_REQUIRED:
+                raise bad_request("the API port does not require client certificates")
+            ctx = make_ssl_ctx(api.tls_cert, api.tls_key, q.get("path", ""))
+            api.ssl_ctx = ctx
+            gate.kill_all()
+            return {"client_ca": q.get("path")}
         if m == "POST" and path == "/compact":
             return {"floor": store.compact()}
         if m == "POST" and path == "/fail":
@@ -2429,6 +2447,15 @@ class ControlServer(ThreadingHTTPServer):
 # main
 # --------------------------------------------------------------------------------------------
 
+def make_ssl_ctx(cert, key, client_ca):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    if client_ca:
+        ctx.load_verify_locations(client_ca)
+        ctx.verify_mode = ssl.CERT_REQUIRED
+    return ctx
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--host", default="127.0.0.1")
@@ -2448,15 +2475,10 @@ def main(argv=None):
 
     store = Store(history=args.history)
     gate = Gate(store.cond)
-    ssl_ctx = None
-    if args.tls_cert:
-        ssl_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ssl_ctx.load_cert_chain(args.tls_cert, args.tls_key)
-        if args.client_ca:
-            ssl_ctx.load_verify_locations(args.client_ca)
-            ssl_ctx.verify_mode = ssl.CERT_REQUIRED
+    ssl_ctx = make_ssl_ctx(args.tls_cert, args.tls_key, args.client_ca) if args.tls_cert else None
     api = ApiServer((args.host, args.port), store, gate, ssl_ctx, args.bookmark_interval,
                     args.verbose)
+    api.tls_cert, api.tls_key = args.tls_cert, args.tls_key
     done = threading.Event()
     control = ControlServer((args.host, args.control_port), api, done)
     t0 = time.monotonic()

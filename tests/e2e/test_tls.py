@@ -141,7 +141,128 @@ users:
     time.sleep(2)
     t.check("a cloud whose certificate does not verify is not trusted",
             hub3.metric("yurthub_upstream_healthy") == 0)
+    hub2.stop()
+    hub3.stop()
+    double.stop()
+
+    # 5. certificate rotation, kubelet's way
+    t.run(rotation, d)
     t.finish()
+
+
+def cat(d, out, *parts):
+    with open(os.path.join(d, out), "wb") as f:
+        for part in parts:
+            with open(os.path.join(d, part), "rb") as src:
+                f.write(src.read())
+
+
+def repoint(link, target):
+    """Re-point a symlink atomically, as kubelet does with kubelet-client-current.pem."""
+    tmp = link + ".tmp"
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
+
+
+def rotation(t, d):
+    """The hub's identity is kubelet's client certificate: one cert+key file behind the
+    kubelet-client-current.pem symlink, given as both --client-cert-file and
+    --client-key-file.  kubelet rotates it; the old one expires (here: the cloud stops
+    trusting the CA that signed it).  The hub must pick up the new pair by itself, and
+    keep the pair it has when the file it is pointed at is broken."""
+    make_ca(d, "rot-ca1")        # signs A, the certificate the hub starts with
+    make_ca(d, "rot-ca2")        # signs B, its successor, and C, whose key goes missing
+    make_cert(d, "rot-ca1", "node-a", "system:node:node-a")
+    make_cert(d, "rot-ca2", "node-b", "system:node:node-b")
+    make_cert(d, "rot-ca2", "node-c", "system:node:node-c")
+    cat(d, "kubelet-client-a.pem", "node-a.crt", "node-a.key")
+    cat(d, "kubelet-client-b.pem", "node-b.crt", "node-b.key")
+    cat(d, "kubelet-client-c.pem", "node-c.crt", "node-b.key")   # B's key: no pair
+    p = lambda n: os.path.join(d, n)  # noqa: E731
+    current = p("kubelet-client-current.pem")
+    repoint(current, p("kubelet-client-a.pem"))
+
+    double = Double(t.workdir, ["--seed", "sample", "--node", "node1",
+                                "--tls-cert", p("apiserver.crt"), "--tls-key", p("apiserver.key"),
+                                "--client-ca", p("rot-ca1.crt")])
+    t.cleanups.append(double.stop)
+    hub = Hub(t.workdir, ["https://127.0.0.1:%d" % double.port], name="rothub",
+              extra=["--client-cert-file=" + current, "--client-key-file=" + current,
+                     "--ca-file=" + p("cloud-ca.crt")])
+    t.cleanups.append(hub.stop)
+
+    def by_cn():
+        return double.state()["requests_by_client_cn"]
+
+    def reaches_cloud():
+        """A request through the hub answered by the cloud (not from the cache)."""
+        before = double.state()["requests_by_path"].get("/api/v1/nodes", 0)
+        try:
+            s, _, body = get("127.0.0.1", hub.proxy_port, "/api/v1/nodes",
+                             headers={"User-Agent": "kubelet/1.30"}, timeout=20)
+        except OSError:
+            return False
+        after = double.state()["requests_by_path"].get("/api/v1/nodes", 0)
+        return s == 200 and b"node1" in body and after > before
+
+    wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 15, what="healthy upstream")
+    t.check("the hub reaches the cloud with certificate A from the symlinked file",
+            wait_for(reaches_cloud, 15, step=0.2, what="a request with A")
+            and by_cn().get("system:node:node-a", 0) > 0, by_cn())
+
+    # kubelet rotates to B, and A stops working: the cloud now trusts only rot-ca2, and the
+    # connections made with A are closed.
+    t0 = time.monotonic()
+    repoint(current, p("kubelet-client-b.pem"))
+    double.control("POST", "/client-ca?path=" + p("rot-ca2.crt"))
+    a_after_switch = by_cn().get("system:node:node-a", 0)
+    try:
+        ok = wait_for(reaches_cloud, 45, step=0.5, what="a request with B")
+    except TimeoutError:
+        ok = False
+    t.check("after rotation the hub reaches the cloud with certificate B (%.1f s)"
+            % (time.monotonic() - t0),
+            ok and by_cn().get("system:node:node-b", 0) > 0, by_cn())
+    t.check("certificate A is not presented after the switch",
+            by_cn().get("system:node:node-a", 0) == a_after_switch, by_cn())
+    with open(hub.logpath, "rb") as f:
+        log = f.read().decode(errors="replace")
+    t.check("the reload is logged", "client certificate reloaded from " + current in log)
+    t.check("no key material in the log", "PRIVATE KEY" not in log)
+
+    # A broken rotation: C's certificate with B's key.  The hub keeps B, says so once.
+    repoint(current, p("kubelet-client-c.pem"))
+    warning = "client certificate and key in %s changed but are not usable" % current
+
+    def warned():
+        with open(hub.logpath, "rb") as f:
+            return warning in f.read().decode(errors="replace")
+
+    try:
+        warned_ok = wait_for(warned, 30, step=0.2, what="the warning")
+    except TimeoutError:
+        warned_ok = False
+    t.check("a certificate whose key does not match is refused with a warning", warned_ok,
+            hub.tail(10))
+    # new connections (all old ones closed) must still be made with B
+    b_before = by_cn().get("system:node:node-b", 0)
+    double.control("POST", "/client-ca?path=" + p("rot-ca2.crt"))
+    try:
+        ok = wait_for(reaches_cloud, 30, step=0.5, what="a request with B after the broken one")
+    except TimeoutError:
+        ok = False
+    cns = by_cn()
+    t.check("after a broken rotation the hub keeps certificate B",
+            ok and cns.get("system:node:node-b", 0) > b_before
+            and "system:node:node-c" not in cns, cns)
+    with open(hub.logpath, "rb") as f:
+        log = f.read().decode(errors="replace")
+    t.check("the broken rotation is warned about once (%d)" % log.count(warning),
+            log.count(warning) == 1)
+    t.check("no key material in the log after the broken rotation", "PRIVATE KEY" not in log)
+    hub.stop()
 
 
 if __name__ == "__main__":

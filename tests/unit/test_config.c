@@ -478,6 +478,22 @@ static void test_ignored_flags(void **state)
 	assert_null(err);
 	config_free(&c);
 
+	/* The older YurtHub's coordinator and klog flags, as its manifests
+	 * carry them: a node's manifest starts this hub unchanged. */
+	const char *const old[] = {REQ,
+				   "--enable-coordinator=false",
+				   "--coordinator-storage-addr=https://yurt-coordinator-etcd:2379",
+				   "--leader-elect=true",
+				   "--leader-elect-lease-duration=15s",
+				   "--logtostderr=true",
+				   "--v=2",
+				   "--log_dir=/var/log"};
+	parse_ok(&c, ARGC(old), old);
+	assert_int_equal(c.ignored.n, 6);
+	assert_int_equal(c.verbosity, 2);
+	assert_true(strlist_has(&c.ignored, "leader-elect-lease-duration"));
+	config_free(&c);
+
 	/* An ignored boolean still wants a boolean. */
 	const char *const bad[] = {"--enable-dummy-if=maybe"};
 	parse_fails(1, bad, "--enable-dummy-if", NULL);
@@ -520,14 +536,40 @@ static void test_validate_required(void **state)
 	validate_fails(ARGC(a2), a2, "--node-name");
 	const char *const a3[] = {"--server-addr=https://a:6443", "--node-name="};
 	validate_fails(ARGC(a3), a3, "--node-name");
+	/* a password in the URL would be logged: refused, and not echoed */
+	const char *const a4[] = {"--server-addr=https://a:6443,https://u:s3cret@b:6443",
+				  "--node-name=n"};
+	validate_fails(ARGC(a4), a4, "credentials in a URL");
+	struct config c;
+	char *err = NULL;
+	parse_ok(&c, ARGC(a4), a4);
+	assert_int_equal(config_validate(&c, &err), -1);
+	assert_null(strstr(err, "s3cret"));
+	free(err);
+	config_free(&c);
+	/* no scheme: https, as YurtHub assumes */
+	const char *const bare[] = {"--server-addr=10.0.0.1:6443,http://b,[fd00::1]:6443,api",
+				    "--node-name=n"};
+	parse_ok(&c, ARGC(bare), bare);
+	assert_int_equal(config_validate(&c, &err), 0);
+	assert_string_equal(c.server_addr.v[0], "https://10.0.0.1:6443");
+	assert_string_equal(c.server_addr.v[1], "http://b");
+	assert_string_equal(c.server_addr.v[2], "https://[fd00::1]:6443");
+	assert_string_equal(c.server_addr.v[3], "https://api");
+	config_free(&c);
+	/* an @ after the host is a path, not credentials */
+	const char *const ok[] = {"--server-addr=https://a:6443/x@y", "--node-name=n"};
+	parse_ok(&c, ARGC(ok), ok);
+	assert_int_equal(config_validate(&c, &err), 0);
+	config_free(&c);
 }
 
 static void test_validate_bad_url(void **state)
 {
 	static const char *const bad[] = {
-	    "--server-addr=ftp://a:21",	 "--server-addr=a:6443",
+	    "--server-addr=ftp://a:21",	 "--server-addr=a:6443/x",
 	    "--server-addr=https://",	 "--server-addr=https:///x",
-	    "--server-addr=http//a:80",	 "--server-addr=https://a:6443,10.0.0.2:6443",
+	    "--server-addr=http//a:80",	 "--server-addr=https://a:6443,10.0.0.2:",
 	    "--server-addr=HTTPS-ish:/", "--server-addr=//a:6443",
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
