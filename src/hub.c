@@ -58,72 +58,161 @@ static struct store *open_store(const struct config *cfg)
 	return s;
 }
 
+static void join_list(struct buf *b, const struct strlist *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		buf_printf(b, "%s%s", i ? "," : "", l->v[i]);
+}
+
+/* One line that says what this hub is and where it listens and stores
+ * (never a credential: file names at most).  The ports as server_start()
+ * opens them: 0 (or the secure port without its files) is "off". */
 static void log_startup(const struct config *cfg)
 {
-	struct buf ups = BUF_INIT;
-	for (size_t i = 0; i < cfg->server_addr.n; i++)
-		buf_printf(&ups, "%s%s", i ? "," : "", cfg->server_addr.v[i]);
+	struct buf ups = BUF_INIT, storage = BUF_INIT, proxy = BUF_INIT, secure = BUF_INIT;
+	join_list(&ups, &cfg->server_addr);
+	if (cfg->storage == STORAGE_ETCD) {
+		buf_printf(&storage, "etcd, etcd servers ");
+		join_list(&storage, &cfg->etcd_servers);
+		buf_printf(&storage, ", etcd prefix %s, local state in %s", cfg->etcd_prefix,
+			   cfg->disk_cache_path);
+	} else {
+		buf_printf(&storage, "disk, cache path %s", cfg->disk_cache_path);
+	}
+	if (cfg->proxy_port)
+		buf_printf(&proxy, "%s:%d", cfg->bind_proxy_address, cfg->proxy_port);
+	else
+		buf_append_str(&proxy, "off");
+	if (cfg->proxy_secure_port && *cfg->tls_cert_file && *cfg->client_ca_file)
+		buf_printf(&secure, "%s:%d", cfg->bind_proxy_address, cfg->proxy_secure_port);
+	else
+		buf_append_str(&secure, "off");
 	log_msg('I', 0,
-		"yurthub %s starting: node %s, storage %s (%s), upstreams %s (lb %s), proxy "
-		"%s:%d, secure proxy %s:%d, hub endpoints %s:%d",
-		YURTHUB_VERSION, cfg->node_name, cfg->storage_name,
-		cfg->storage == STORAGE_DISK ? cfg->disk_cache_path : cfg->etcd_prefix,
-		buf_cstr(&ups), cfg->lb_mode_name, cfg->bind_proxy_address, cfg->proxy_port,
-		cfg->bind_proxy_address, cfg->proxy_secure_port, cfg->bind_address,
-		cfg->serve_port);
+		"yurthub %s starting: node %s, storage %s, upstreams %s (lb %s), proxy %s, "
+		"secure proxy %s, serve %s:%d, log -v %d %s",
+		YURTHUB_VERSION, cfg->node_name, buf_cstr(&storage), buf_cstr(&ups),
+		cfg->lb_mode_name, buf_cstr(&proxy), buf_cstr(&secure), cfg->bind_address,
+		cfg->serve_port, cfg->verbosity, cfg->log_format);
 	for (size_t i = 0; i < cfg->ignored.n; i++)
 		log_info("flag --%s is accepted for compatibility with YurtHub and has no effect",
 			 cfg->ignored.v[i]);
 	buf_free(&ups);
+	buf_free(&storage);
+	buf_free(&proxy);
+	buf_free(&secure);
 }
 
-/* ---- housekeeping of the etcd store: a thread that wakes now and then ---- */
+/* ---- housekeeping: a thread that wakes now and then ---- */
 
-#define HOUSEKEEPING_INTERVAL_S 600 /* also the age at which tombstones go */
+/* The object count behind yurthub_cached_objects: soon after start (so a
+ * scrape sees it within seconds), then once a minute. */
+#define COUNT_FIRST_S	 1
+#define COUNT_INTERVAL_S 60
+/* The etcd store's tombstones and stray holdings; also the age at which
+ * tombstones go. */
+#define ETCD_GC_INTERVAL_S 600
 
 struct housekeeping {
 	pthread_t thread;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv; /* on CLOCK_MONOTONIC: a clock step neither fires nor starves it */
 	bool stop;
 	struct store *store;
+	struct metrics *metrics;
+	bool etcd_gc;
 };
+
+static void count_objects(struct housekeeping *k)
+{
+	uint64_t n = 0;
+	enum store_err e = store_count_objects(k->store, &n);
+	if (e == STORE_OK) {
+		atomic_store(&k->metrics->cached_objects, n > INT64_MAX ? INT64_MAX : (int64_t)n);
+		return;
+	}
+	/* The gauge keeps its last value; a store that fails is already seen
+	 * in yurthub_cache_failures_total, so this is an event, not a warning. */
+	log_info("counting cached objects failed (%s); tried again in %d s", store_strerror(e),
+		 COUNT_INTERVAL_S);
+}
+
+static void etcd_gc(struct housekeeping *k)
+{
+	long n = etcd_store_gc(k->store, ETCD_GC_INTERVAL_S);
+	if (n < 0)
+		log_warn("etcd store housekeeping failed; tried again in %d s", ETCD_GC_INTERVAL_S);
+	else if (n > 0)
+		log_info("etcd store housekeeping: %ld stale records removed", n);
+}
+
+static bool reached(const struct timespec *now, const struct timespec *t)
+{
+	return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
 
 static void *housekeeping_main(void *arg)
 {
 	struct housekeeping *k = arg;
+	struct timespec now, next_count, next_gc;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	next_count = next_gc = now;
+	next_count.tv_sec += COUNT_FIRST_S;
+	next_gc.tv_sec += ETCD_GC_INTERVAL_S;
 	pthread_mutex_lock(&k->mu);
 	while (!k->stop) {
-		struct timespec until;
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += HOUSEKEEPING_INTERVAL_S;
-		if (pthread_cond_timedwait(&k->cv, &k->mu, &until) != ETIMEDOUT || k->stop)
+		/* Each task has its own absolute deadline, so a wakeup for one
+		 * (or a spurious one) does not push the other back. */
+		const struct timespec *until =
+		    k->etcd_gc && !reached(&next_gc, &next_count) ? &next_gc : &next_count;
+		int rc = pthread_cond_timedwait(&k->cv, &k->mu, until);
+		if (k->stop)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (rc != ETIMEDOUT && !reached(&now, until))
 			continue;
+		/* The store calls run unlocked: stop() only waits for the one in
+		 * progress (bounded by the store's own timeouts). */
 		pthread_mutex_unlock(&k->mu);
-		long n = etcd_store_gc(k->store, HOUSEKEEPING_INTERVAL_S);
-		if (n < 0)
-			log_warn("etcd store housekeeping failed; tried again in %d s",
-				 HOUSEKEEPING_INTERVAL_S);
-		else if (n > 0)
-			log_info("etcd store housekeeping: %ld stale records removed", n);
+		if (reached(&now, &next_count)) {
+			count_objects(k);
+			next_count = now;
+			next_count.tv_sec += COUNT_INTERVAL_S;
+		}
+		if (k->etcd_gc && reached(&now, &next_gc)) {
+			etcd_gc(k);
+			next_gc = now;
+			next_gc.tv_sec += ETCD_GC_INTERVAL_S;
+		}
 		pthread_mutex_lock(&k->mu);
 	}
 	pthread_mutex_unlock(&k->mu);
 	return NULL;
 }
 
-static struct housekeeping *housekeeping_start(struct store *s)
+static struct housekeeping *housekeeping_start(struct store *s, struct metrics *m, bool etcd_gc)
 {
 	struct housekeeping *k = calloc(1, sizeof *k);
 	if (!k)
 		return NULL;
 	k->store = s;
+	k->metrics = m;
+	k->etcd_gc = etcd_gc;
 	if (pthread_mutex_init(&k->mu, NULL) != 0) {
 		free(k);
 		return NULL;
 	}
-	if (pthread_cond_init(&k->cv, NULL) != 0 ||
-	    pthread_create(&k->thread, NULL, housekeeping_main, k) != 0) {
+	pthread_condattr_t ca;
+	bool ca_ok = pthread_condattr_init(&ca) == 0;
+	if (!ca_ok || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&k->cv, &ca) != 0) {
+		if (ca_ok)
+			pthread_condattr_destroy(&ca);
+		pthread_mutex_destroy(&k->mu);
+		free(k);
+		return NULL;
+	}
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&k->thread, NULL, housekeeping_main, k) != 0) {
 		pthread_cond_destroy(&k->cv);
 		pthread_mutex_destroy(&k->mu);
 		free(k);
@@ -151,7 +240,8 @@ static int start(struct hub *h)
 	char *err = NULL;
 	if (!(h->store = open_store(h->cfg)))
 		return -1;
-	if (h->cfg->storage == STORAGE_ETCD && !(h->housekeeping = housekeeping_start(h->store)))
+	if (!(h->housekeeping =
+		  housekeeping_start(h->store, &h->metrics, h->cfg->storage == STORAGE_ETCD)))
 		return -1;
 	atomic_store(&h->ready, true);
 	if (upstream_init(&h->upstream, h->cfg, &err) < 0) {

@@ -36,7 +36,7 @@ struct hub {
 	struct outbox *outbox; /* offline Events, sent when the cloud is back */
 	struct metrics metrics;
 	struct server *server;
-	struct housekeeping *housekeeping; /* the etcd store's tombstones and strays */
+	struct housekeeping *housekeeping; /* object count; etcd tombstones, strays */
 	atomic_bool ready;		   /* the store has recovered */
 	atomic_bool stopping;		   /* shutting down: long requests end */
 };

@@ -98,13 +98,19 @@ static CURL *probe_handle(struct health *h, struct backend *b, struct curl_slist
 	return e;
 }
 
-static void set_healthy(struct health *h, struct backend *b, int healthy, const char *why)
+/* A change of state is logged at -v 0, and so is the first probe's verdict
+ * (a backend starts unhealthy: one that cannot be reached at start would
+ * otherwise never be mentioned). */
+static void set_healthy(struct health *h, struct backend *b, int healthy, bool initial,
+			const char *why)
 {
-	if (atomic_load(&b->healthy) == healthy)
+	if (atomic_load(&b->healthy) != healthy) {
+		atomic_store(&b->healthy, healthy);
+		atomic_fetch_add(&h->generation, 1);
+		metrics_upstream_health(h->m, b->url, healthy);
+	} else if (!initial) {
 		return;
-	atomic_store(&b->healthy, healthy);
-	atomic_fetch_add(&h->generation, 1);
-	metrics_upstream_health(h->m, b->url, healthy);
+	}
 	if (healthy)
 		log_msg('I', 0, "upstream %s is healthy (%s)", b->url, why);
 	else
@@ -119,7 +125,7 @@ static void record(struct health *h, struct backend *b, bool ok, bool initial, l
 		b->failures = 0;
 		b->successes++;
 		if (initial || b->successes >= h->healthy_threshold)
-			set_healthy(h, b, 1, initial ? "first probe" : "probes succeed");
+			set_healthy(h, b, 1, initial, initial ? "first probe" : "probes succeed");
 		return;
 	}
 	b->successes = 0;
@@ -127,11 +133,12 @@ static void record(struct health *h, struct backend *b, bool ok, bool initial, l
 	metrics_upstream_failure(h->m, b->url);
 	if (initial || b->failures >= h->failed_retry) {
 		char why[160];
+		const char *first = initial ? "first probe: " : "";
 		if (cc != CURLE_OK)
-			snprintf(why, sizeof why, "%s", curl_easy_strerror(cc));
+			snprintf(why, sizeof why, "%s%s", first, curl_easy_strerror(cc));
 		else
-			snprintf(why, sizeof why, "HTTP %ld", code);
-		set_healthy(h, b, 0, why);
+			snprintf(why, sizeof why, "%sHTTP %ld", first, code);
+		set_healthy(h, b, 0, initial, why);
 	}
 }
 

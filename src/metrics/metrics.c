@@ -2,13 +2,23 @@
  * metrics.c - counters and their Prometheus rendering, see metrics.h.
  *
  * Names follow Prometheus conventions: a yurthub_ prefix, _total for
- * counters, _seconds for durations, _bytes for sizes.
+ * counters (and only for them), _seconds for durations, _bytes for sizes,
+ * base units; every family has HELP and TYPE, even with no sample yet; label
+ * values are escaped and valid UTF-8.  The process_* families are the ones
+ * every Prometheus client library exports under these names.
  */
 #include "metrics/metrics.h"
 
+#include <dirent.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "version.h"
 
 static const double bucket_bounds[METRICS_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
 						      0.1,   0.25,   0.5,   1,	  2.5,	 10};
@@ -36,6 +46,10 @@ struct metrics_private {
 int metrics_init(struct metrics *m)
 {
 	memset(m, 0, sizeof *m);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	m->start_time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+	atomic_store(&m->cached_objects, -1);
 	m->priv = calloc(1, sizeof *m->priv);
 	if (!m->priv)
 		return -1;
@@ -65,23 +79,46 @@ void metrics_free(struct metrics *m)
  * the table is bounded so that a client inventing User-Agents cannot grow
  * it without limit. */
 #define REQUEST_ROWS_MAX 512
+/* A component label is a User-Agent's first word: a long one is cut. */
+#define COMPONENT_LABEL_MAX 64
+
+static struct request_row *request_row_find(struct metrics_private *p, const char *component,
+					    const char *verb, int code)
+{
+	for (size_t i = 0; i < p->nreq; i++) {
+		struct request_row *r = &p->req[i];
+		if (r->code == code && !strcmp(r->verb, verb) && !strcmp(r->component, component))
+			return r;
+	}
+	return NULL;
+}
 
 void metrics_request(struct metrics *m, const char *component, const char *verb, int code)
 {
 	struct metrics_private *p = m->priv;
+	char cut[COMPONENT_LABEL_MAX + 1];
 	if (!component || !*component)
 		component = "unknown";
-	pthread_mutex_lock(&p->lock);
-	for (size_t i = 0; i < p->nreq; i++) {
-		struct request_row *r = &p->req[i];
-		if (r->code == code && !strcmp(r->verb, verb) && !strcmp(r->component, component)) {
-			r->count++;
-			pthread_mutex_unlock(&p->lock);
-			return;
-		}
+	if (strlen(component) > COMPONENT_LABEL_MAX) {
+		memcpy(cut, component, COMPONENT_LABEL_MAX);
+		cut[COMPONENT_LABEL_MAX] = '\0';
+		component = cut;
 	}
-	if (p->nreq >= REQUEST_ROWS_MAX)
+	if (!verb || !*verb)
+		verb = "unknown";
+	pthread_mutex_lock(&p->lock);
+	struct request_row *found = request_row_find(p, component, verb, code);
+	/* Past the bound, new components are counted together as "other" -
+	 * in one row per (verb, code), never in a duplicate series. */
+	if (!found && p->nreq >= REQUEST_ROWS_MAX) {
 		component = "other";
+		found = request_row_find(p, component, verb, code);
+	}
+	if (found) {
+		found->count++;
+		pthread_mutex_unlock(&p->lock);
+		return;
+	}
 	if (p->nreq == p->capreq && p->nreq < REQUEST_ROWS_MAX + 64) {
 		size_t cap = p->capreq ? p->capreq * 2 : 32;
 		struct request_row *v = realloc(p->req, cap * sizeof *v);
@@ -165,11 +202,13 @@ static int render_histogram(struct buf *o, const char *name, const char *help, s
 				(unsigned long long)cum);
 	}
 	cum += atomic_load(&h->buckets[METRICS_BUCKETS]);
+	/* _count is the +Inf bucket, read once: the two agree even while
+	 * observations land during the rendering. */
 	if (rc == 0)
 		rc =
 		    buf_printf(o, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name,
 			       (unsigned long long)cum, name, (double)atomic_load(&h->sum_us) / 1e6,
-			       name, (unsigned long long)atomic_load(&h->count));
+			       name, (unsigned long long)cum);
 	return rc;
 }
 
@@ -180,22 +219,29 @@ static int render_simple(struct buf *o, const char *name, const char *type, cons
 			  value);
 }
 
-/* Label values are ours or short User-Agent products; still, escape. */
+static int render_double(struct buf *o, const char *name, const char *type, const char *help,
+			 double value)
+{
+	return buf_printf(o, "# HELP %s %s\n# TYPE %s %s\n%s %.15g\n", name, help, name, type, name,
+			  value);
+}
+
+/* Label values are ours, URLs or User-Agent products (anything a client
+ * sends): escape \\, " and newline as the text format wants, and replace
+ * what is not UTF-8. */
 static int label_value(struct buf *o, const char *v)
 {
-	for (; *v; v++) {
-		if (*v == '\\' || *v == '"') {
-			if (buf_append_char(o, '\\') < 0)
-				return -1;
-		} else if (*v == '\n') {
-			if (buf_append_str(o, "\\n") < 0)
-				return -1;
-			continue;
-		}
-		if (buf_append_char(o, *v) < 0)
-			return -1;
+	struct buf u = BUF_INIT;
+	int rc = buf_append_utf8(&u, v, strlen(v));
+	for (size_t i = 0; rc == 0 && i < u.len; i++) {
+		char c = u.data[i];
+		if (c == '\\' || c == '"')
+			rc = buf_append_char(o, '\\');
+		if (rc == 0)
+			rc = c == '\n' ? buf_append_str(o, "\\n") : buf_append_char(o, c);
 	}
-	return 0;
+	buf_free(&u);
+	return rc;
 }
 
 static int render_requests(struct buf *o, struct metrics_private *p)
@@ -207,8 +253,10 @@ static int render_requests(struct buf *o, struct metrics_private *p)
 		struct request_row *r = &p->req[i];
 		rc = buf_append_str(o, "yurthub_requests_total{component=\"");
 		rc = rc ? rc : label_value(o, r->component);
+		rc = rc ? rc : buf_append_str(o, "\",verb=\"");
+		rc = rc ? rc : label_value(o, r->verb);
 		rc = rc ? rc
-			: buf_printf(o, "\",verb=\"%s\",code=\"%d\"} %llu\n", r->verb, r->code,
+			: buf_printf(o, "\",code=\"%d\"} %llu\n", r->code,
 				     (unsigned long long)r->count);
 	}
 	return rc;
@@ -225,8 +273,9 @@ static int render_upstreams(struct buf *o, struct metrics_private *p)
 		rc = rc ? rc : buf_printf(o, "\"} %d\n", p->up[i].healthy);
 	}
 	rc = rc ? rc
-		: buf_append_str(o, "# HELP yurthub_upstream_failures_total Failed requests and "
-				    "probes to a cloud API server.\n# TYPE "
+		: buf_append_str(o, "# HELP yurthub_upstream_failures_total Failed health probes "
+				    "of a cloud API server, and requests that could not "
+				    "reach it while it was considered healthy.\n# TYPE "
 				    "yurthub_upstream_failures_total counter\n");
 	for (size_t i = 0; rc == 0 && i < p->nup; i++) {
 		rc = buf_append_str(o, "yurthub_upstream_failures_total{server=\"");
@@ -257,6 +306,73 @@ static int render_cache(struct buf *o, struct metrics *m)
 	return rc;
 }
 
+/* HELP and TYPE always (every family is listed), the sample only once the
+ * store has been counted: a made-up 0 would read as "the cache is empty". */
+static int render_cached_objects(struct buf *o, struct metrics *m)
+{
+	int64_t n = atomic_load(&m->cached_objects);
+	int rc = buf_append_str(o, "# HELP yurthub_cached_objects Objects cached for this node's "
+				   "components, counted every 60 s; an object two components "
+				   "read counts twice.\n# TYPE yurthub_cached_objects gauge\n");
+	if (rc == 0 && n >= 0)
+		rc = buf_printf(o, "yurthub_cached_objects %lld\n", (long long)n);
+	return rc;
+}
+
+/* The hub's version, and the standard process_* families (what the Go and
+ * Python clients export): read at each scrape, a few syscalls. */
+static int render_process(struct buf *o, struct metrics *m)
+{
+	int rc =
+	    buf_append_str(o, "# HELP yurthub_build_info The hub's version; the value is 1.\n"
+			      "# TYPE yurthub_build_info gauge\nyurthub_build_info{version=\"");
+	rc = rc ? rc : label_value(o, YURTHUB_VERSION);
+	rc = rc ? rc : buf_append_str(o, "\"} 1\n");
+	rc = rc ? rc
+		: render_double(o, "process_start_time_seconds", "gauge",
+				"Start time of the process since unix epoch in seconds.",
+				m->start_time);
+	struct rusage ru;
+	if (rc == 0 && getrusage(RUSAGE_SELF, &ru) == 0)
+		rc = render_double(o, "process_cpu_seconds_total", "counter",
+				   "Total user and system CPU time spent in seconds.",
+				   (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+				       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	unsigned long long vm_pages = 0, rss_pages = 0;
+	FILE *f = fopen("/proc/self/statm", "re");
+	int got = f ? fscanf(f, "%llu %llu", &vm_pages, &rss_pages) : 0;
+	if (f)
+		fclose(f);
+	long page = sysconf(_SC_PAGESIZE);
+	if (rc == 0 && got == 2 && page > 0) {
+		rc = render_double(o, "process_virtual_memory_bytes", "gauge",
+				   "Virtual memory size in bytes.",
+				   (double)(vm_pages * (unsigned long long)page));
+		rc = rc ? rc
+			: render_double(o, "process_resident_memory_bytes", "gauge",
+					"Resident memory size in bytes.",
+					(double)(rss_pages * (unsigned long long)page));
+	}
+	DIR *d = opendir("/proc/self/fd");
+	if (d) {
+		long n = 0;
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.')
+				n++;
+		closedir(d);
+		if (rc == 0)
+			rc = render_simple(o, "process_open_fds", "gauge",
+					   "Number of open file descriptors.", n - 1 /* d's own */);
+	}
+	struct rlimit rl;
+	if (rc == 0 && getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		rc = render_double(
+		    o, "process_max_fds", "gauge", "Maximum number of open file descriptors.",
+		    rl.rlim_cur == RLIM_INFINITY ? 1.8446744073709552e19 : (double)rl.rlim_cur);
+	return rc;
+}
+
 int metrics_render(struct metrics *m, struct buf *o)
 {
 	struct metrics_private *p = m->priv;
@@ -274,9 +390,11 @@ int metrics_render(struct metrics *m, struct buf *o)
 		: render_simple(o, "yurthub_cache_queue_bytes", "gauge",
 				"Bytes of responses waiting to be written to the store.",
 				atomic_load(&m->cache_queue_bytes));
+	rc = rc ? rc : render_cached_objects(o, m);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_requests_in_flight", "gauge",
-				"Requests being served now.", atomic_load(&m->in_flight));
+				"Proxy requests being served now (watches included).",
+				atomic_load(&m->in_flight));
 	rc = rc ? rc
 		: render_simple(o, "yurthub_watches_open", "gauge",
 				"Watch requests open now (proxied and local).",
@@ -304,5 +422,6 @@ int metrics_render(struct metrics *m, struct buf *o)
 	rc = rc ? rc
 		: render_histogram(o, "yurthub_store_operation_duration_seconds",
 				   "Time of one store operation.", &m->store_seconds);
+	rc = rc ? rc : render_process(o, m);
 	return rc;
 }

@@ -49,6 +49,14 @@ struct metrics {
 	/* offline */
 	_Atomic uint64_t offline_events_queued, offline_events_dropped, offline_events_sent;
 
+	/* objects the store holds for this node's components (an object two
+	 * components hold counts twice), set by the hub's housekeeping; -1
+	 * until the first count, and the sample is left out until then */
+	_Atomic int64_t cached_objects;
+
+	/* process_start_time_seconds: Unix time of metrics_init() */
+	double start_time;
+
 	/* the labelled families live behind this */
 	struct metrics_private *priv;
 };

@@ -105,9 +105,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 		if (!req->is_watch)
 			metrics_observe(&h->metrics.request_seconds, s);
 		/* the URL only: headers (credentials) and bodies (Secrets) never */
-		log_v(4, "request: %s %s %s: %u in %.3f s",
-		      req->component ? req->component : "-", verb,
-		      req->raw_uri ? req->raw_uri : "-", req->status, s);
+		log_v(4, "request: %s %s %s: %u in %.3f s", req->component ? req->component : "-",
+		      verb, req->raw_uri ? req->raw_uri : "-", req->status, s);
 	}
 	request_free(req);
 	*req_cls = NULL;
@@ -149,8 +148,9 @@ static enum MHD_Result hub_endpoint(struct hub *h, struct request *req, struct M
 			return MHD_NO;
 		}
 		size_t len = b.len;
-		return answer(req, c, 200,
-			      respond_bytes(buf_steal(&b), len, "text/plain; version=0.0.4; charset=utf-8"));
+		return answer(
+		    req, c, 200,
+		    respond_bytes(buf_steal(&b), len, "text/plain; version=0.0.4; charset=utf-8"));
 	}
 	return answer(req, c, 404, respond_bytes(strdup("404 page not found\n"), 19, "text/plain"));
 }

@@ -733,6 +733,32 @@ static enum store_err es_list_components(struct store *s, store_name_fn fn, void
 	return er_fail(e);
 }
 
+/* One count_only range over the node's holdings index S/h/<node>/: one
+ * record per (component, object), so an object two components hold counts
+ * twice; the values are empty and none is sent back.  (Holdings of objects
+ * deleted behind the hub's back count until etcd_store_gc drops them.) */
+static enum store_err es_count_objects(struct store *s, uint64_t *out)
+{
+	struct etcd_store *es = es_of(s);
+	struct buf prefix = BUF_INIT, end = BUF_INIT;
+	if (buf_printf(&prefix, "%s/h/%s/", es->side, es->node) < 0 ||
+	    etcd_prefix_end(prefix.data, prefix.len, &end) < 0) {
+		buf_free(&prefix);
+		buf_free(&end);
+		return STORE_NOMEM;
+	}
+	struct etcd_range_opts o = {end.data, end.len, 0, 0, true, true};
+	struct etcd_range_result r;
+	enum etcd_err e = etcd_range(es->c, prefix.data, prefix.len, &o, &r);
+	buf_free(&prefix);
+	buf_free(&end);
+	if (e != ETCD_OK)
+		return er_fail(e);
+	*out = r.count > 0 ? (uint64_t)r.count : 0;
+	etcd_range_result_free(&r);
+	return STORE_OK;
+}
+
 enum store_err etcd_store_resources(struct store *s, const char *component, store_name_fn fn,
 				    void *ctx)
 {
@@ -837,6 +863,7 @@ static const struct store_ops etcd_ops = {
     .list_keys = es_list_keys,
     .delete_component = es_delete_component,
     .list_components = es_list_components,
+    .count_objects = es_count_objects,
     .iter_begin = es_iter_begin,
     .iter_next = es_iter_next,
     .iter_free = es_iter_free,

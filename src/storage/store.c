@@ -168,6 +168,14 @@ enum store_err store_list_components(struct store *s, store_name_fn fn, void *ct
 	return s->ops->list_components(s, fn, ctx);
 }
 
+enum store_err store_count_objects(struct store *s, uint64_t *out)
+{
+	/* An optional op: no new error value for it, the errno says why. */
+	if (!s->ops->count_objects)
+		return store_fail_errno(ENOTSUP);
+	return s->ops->count_objects(s, out);
+}
+
 enum store_err store_iter_begin(struct store *s, const struct store_key *root,
 				const char *start_after, struct store_iter **out)
 {

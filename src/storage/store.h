@@ -154,6 +154,12 @@ struct store_ops {
 	enum store_err (*delete_component)(struct store *s, const char *component);
 	/* Components that have anything cached. */
 	enum store_err (*list_components)(struct store *s, store_name_fn fn, void *ctx);
+	/* How many objects this node holds, over all its components: an
+	 * object held by two components counts twice (each holds its own
+	 * copy or record).  Cluster info is not counted.  Takes no lock that
+	 * writers wait on for long, so a count made while writes happen may be
+	 * off by what they change.  May be NULL (the wrapper then fails). */
+	enum store_err (*count_objects)(struct store *s, uint64_t *out);
 	/* Objects under root, after the object "namespace/name" (or "name")
 	 * given as start_after (NULL or "": from the first).  iter_next gives
 	 * the next key (valid until the next call; only its namespace and name
@@ -205,6 +211,9 @@ enum store_err store_list_keys(struct store *s, const char *component, const str
 			       store_key_fn fn, void *ctx);
 enum store_err store_delete_component(struct store *s, const char *component);
 enum store_err store_list_components(struct store *s, store_name_fn fn, void *ctx);
+/* See store_ops.count_objects; STORE_IO with store_errno() ENOTSUP for a
+ * backend without it. */
+enum store_err store_count_objects(struct store *s, uint64_t *out);
 enum store_err store_iter_begin(struct store *s, const struct store_key *root,
 				const char *start_after, struct store_iter **out);
 enum store_err store_iter_next(struct store_iter *it, const struct store_key **key,

@@ -119,6 +119,56 @@ int buf_append_json_str(struct buf *b, const char *s, size_t len)
 	return buf_append_char(b, '"');
 }
 
+size_t utf8_seq_len(const char *s, size_t n)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	if (n == 0)
+		return 0;
+	if (u[0] < 0x80)
+		return 1;
+	size_t len;
+	unsigned char lo = 0x80, hi = 0xbf; /* allowed range of the second byte */
+	if (u[0] >= 0xc2 && u[0] <= 0xdf) {
+		len = 2;
+	} else if (u[0] >= 0xe0 && u[0] <= 0xef) {
+		len = 3;
+		if (u[0] == 0xe0)
+			lo = 0xa0; /* overlong */
+		else if (u[0] == 0xed)
+			hi = 0x9f; /* surrogates */
+	} else if (u[0] >= 0xf0 && u[0] <= 0xf4) {
+		len = 4;
+		if (u[0] == 0xf0)
+			lo = 0x90; /* overlong */
+		else if (u[0] == 0xf4)
+			hi = 0x8f; /* above U+10FFFF */
+	} else {
+		return 0;
+	}
+	if (n < len || u[1] < lo || u[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (u[i] < 0x80 || u[i] > 0xbf)
+			return 0;
+	return len;
+}
+
+int buf_append_utf8(struct buf *b, const char *s, size_t len)
+{
+	size_t run = 0, i = 0;
+	while (i < len) {
+		size_t n = utf8_seq_len(s + i, len - i);
+		if (n) {
+			i += n;
+			continue;
+		}
+		if (buf_append(b, s + run, i - run) < 0 || buf_append(b, "\xef\xbf\xbd", 3) < 0)
+			return -1;
+		run = ++i;
+	}
+	return buf_append(b, s + run, len - run);
+}
+
 void buf_reset(struct buf *b)
 {
 	b->len = 0;

@@ -32,6 +32,12 @@ int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap);
 /* Append s as a JSON string literal, quotes included. */
 int buf_append_json_str(struct buf *b, const char *s, size_t len);
+/* Length (1-4) of the well-formed UTF-8 sequence at s[0..n), 0 if there is
+ * none (a stray, overlong, surrogate or truncated sequence). */
+size_t utf8_seq_len(const char *s, size_t n);
+/* Append s[0..len) with every byte that is not part of well-formed UTF-8
+ * replaced by U+FFFD, so that what is appended is valid UTF-8. */
+int buf_append_utf8(struct buf *b, const char *s, size_t len);
 void buf_reset(struct buf *b);	/* len = 0, keeps memory */
 void buf_free(struct buf *b);	/* releases memory, back to BUF_INIT */
 char *buf_steal(struct buf *b); /* caller owns the returned string */

@@ -53,26 +53,33 @@ void log_msg(char level, int v, const char *fmt, ...)
 	snprintf(stamp, sizeof stamp, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900,
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
 
-	struct buf msg = BUF_INIT, line = BUF_INIT;
+	struct buf msg = BUF_INIT, clean = BUF_INIT, line = BUF_INIT;
 	va_list ap;
 	va_start(ap, fmt);
 	int r = buf_vprintf(&msg, fmt, ap);
 	va_end(ap);
 	if (r < 0)
 		goto out;
-	/* One event, one line: a message never carries its own newlines. */
+	/* One event, one line: a message never carries its own newlines nor
+	 * other control bytes (a URL or a library message may hold them), and
+	 * is valid UTF-8, so that every JSON line parses. */
 	for (size_t i = 0; i < msg.len; i++)
-		if (msg.data[i] == '\n' || msg.data[i] == '\r')
+		if ((unsigned char)msg.data[i] < 0x20 || msg.data[i] == 0x7f)
 			msg.data[i] = ' ';
+	while (msg.len && msg.data[msg.len - 1] == ' ')
+		msg.data[--msg.len] = '\0';
+	r = buf_append_utf8(&clean, msg.data ? msg.data : "", msg.len);
+	if (r < 0)
+		goto out;
 	if (atomic_load(&format) == LOG_JSON) {
 		r = buf_printf(&line, "{\"ts\":\"%s\",\"level\":\"%s\",\"msg\":", stamp,
 			       level_name(level));
 		if (r == 0)
-			r = buf_append_json_str(&line, buf_cstr(&msg), msg.len);
+			r = buf_append_json_str(&line, buf_cstr(&clean), clean.len);
 		if (r == 0)
 			r = buf_append_str(&line, "}\n");
 	} else {
-		r = buf_printf(&line, "%c %s %s\n", level, stamp, buf_cstr(&msg));
+		r = buf_printf(&line, "%c %s %s\n", level, stamp, buf_cstr(&clean));
 	}
 	if (r == 0) {
 		/* Best effort: a log line that cannot be written is dropped. */
@@ -81,5 +88,6 @@ void log_msg(char level, int v, const char *fmt, ...)
 	}
 out:
 	buf_free(&msg);
+	buf_free(&clean);
 	buf_free(&line);
 }

@@ -1,10 +1,15 @@
 /*
  * log.h - one line per event on stderr, with a level.
  *
- * Errors and warnings always print; info lines print from verbosity 1 (-v 1),
- * debug lines from -v 4.  Each line is written with a single write(2) so that
- * lines of concurrent threads never interleave.  Never pass secrets (tokens,
- * keys) to these functions: nothing here redacts.
+ * Errors and warnings always print, and so do the few lifecycle lines
+ * (log_msg('I', 0, ...): starting, ready, an upstream's health changing,
+ * stopping); info lines print from verbosity 1 (-v 1, events), more detail
+ * from -v 2, one line per request and debug lines from -v 4.  Each line is
+ * written with a single write(2) so that lines of concurrent threads never
+ * interleave.  Text: "<E|W|I|D> <RFC 3339 UTC time> <message>"; JSON (LOG_JSON):
+ * {"ts":"...","level":"error|warning|info|debug","msg":"..."}.  Messages lose
+ * their control bytes and invalid UTF-8, so a record is always one line.
+ * Never pass secrets (tokens, keys) to these functions: nothing here redacts.
  */
 #ifndef YURTHUB_UTIL_LOG_H
 #define YURTHUB_UTIL_LOG_H

@@ -565,6 +565,66 @@ static void test_list_components(void **state)
 	buf_free(&names);
 }
 
+/* ---- counting ---- */
+
+static uint64_t counted(struct store *s)
+{
+	uint64_t n = 12345;
+	assert_int_equal(store_count_objects(s, &n), STORE_OK);
+	return n;
+}
+
+static void test_count_objects(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	assert_int_equal(counted(s), 0);
+	put(s, "kubelet", "a", "p1", 1, NULL);
+	put(s, "kubelet", "a", "p2", 1, NULL);
+	/* The same object for a second component, written as the cache manager
+	 * writes a watch event (update, else create): on etcd the copy is
+	 * shared and create() would find it present. */
+	struct store_key ck = key_of(s, "coredns", "pods", "a", "p1");
+	char *cj = obj_json("p1", "a", 1, NULL, NULL);
+	enum store_err ce = store_update(s, &ck, cj, strlen(cj), 1, NULL);
+	if (ce == STORE_NOT_FOUND)
+		ce = store_create(s, &ck, cj, strlen(cj));
+	assert_int_equal(ce, STORE_OK);
+	free(cj);
+	store_key_free(&ck);
+	/* cluster-scoped: one level less deep */
+	struct store_key nk = key_of(s, "kubelet", "nodes", "", "n1");
+	char *j = obj_json("n1", "", 2, NULL, NULL);
+	assert_int_equal(store_create(s, &nk, j, strlen(j)), STORE_OK);
+	free(j);
+	store_key_free(&nk);
+	struct items it = {0};
+	item_add(&it, "b", "p3", 3, NULL);
+	item_add(&it, "b", "p4", 3, NULL);
+	item_add(&it, "b", "p5", 3, NULL);
+	struct store_view v = view_of("kubelet", "b", "", "");
+	assert_int_equal(store_replace_view(s, &v, 4, it.v, it.n), STORE_OK);
+	items_free(&it);
+	/* cluster info is not an object of a component */
+	const char *ver = "{\"major\":\"1\"}";
+	assert_int_equal(store_save_cluster_info(s, "/version", ver, strlen(ver)), STORE_OK);
+	/* kubelet: p1 p2 n1 p3 p4 p5; coredns: p1 */
+	assert_int_equal(counted(s), 7);
+
+	struct store_key k = key_of(s, "kubelet", "pods", "a", "p1");
+	assert_int_equal(store_delete(s, &k), STORE_OK);
+	store_key_free(&k);
+	assert_int_equal(counted(s), 6); /* coredns still holds its p1 */
+	item_add(&it, "b", "p3", 5, NULL);
+	assert_int_equal(store_replace_view(s, &v, 5, it.v, it.n), STORE_OK);
+	items_free(&it);
+	assert_int_equal(counted(s), 4);
+	assert_int_equal(store_delete_component(s, "kubelet"), STORE_OK);
+	assert_int_equal(counted(s), 1);
+	s = ((struct fixture *)*state)->s = B->reopen(B->ctx, s);
+	assert_non_null(s);
+	assert_int_equal(counted(s), 1);
+}
+
 /* ---- component operations ---- */
 
 struct keys_seen {
@@ -751,6 +811,7 @@ int store_contract_run(struct contract_backend *b)
 	    cmocka_unit_test_setup_teardown(test_replace_session_later_copy_wins, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_iterate_in_order, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_components, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_count_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_delete_component, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),

@@ -462,6 +462,40 @@ static void test_free_twice_is_safe(void **state)
 	assert_int_equal(b.cap, 0);
 }
 
+/* ---- UTF-8 ---- */
+
+static void test_utf8_seq_len(void **state)
+{
+	(void)state;
+	assert_int_equal(utf8_seq_len("a", 1), 1);
+	assert_int_equal(utf8_seq_len("\xc3\xa9", 2), 2);	  /* é */
+	assert_int_equal(utf8_seq_len("\xe2\x82\xac", 3), 3);	  /* € */
+	assert_int_equal(utf8_seq_len("\xf0\x9f\x98\x80", 4), 4); /* an emoji */
+	assert_int_equal(utf8_seq_len("\xc3", 1), 0);		  /* truncated */
+	assert_int_equal(utf8_seq_len("\xc0\xaf", 2), 0);	  /* overlong */
+	assert_int_equal(utf8_seq_len("\xe0\x80\xaf", 3), 0);	  /* overlong */
+	assert_int_equal(utf8_seq_len("\xed\xa0\x80", 3), 0);	  /* surrogate */
+	assert_int_equal(utf8_seq_len("\xf4\x90\x80\x80", 4), 0); /* > U+10FFFF */
+	assert_int_equal(utf8_seq_len("\xff", 1), 0);
+	assert_int_equal(utf8_seq_len("\x80", 1), 0);
+	assert_int_equal(utf8_seq_len("", 0), 0);
+}
+
+static void test_utf8_append_replaces_bad_bytes(void **state)
+{
+	(void)state;
+	struct buf b = BUF_INIT;
+	const char in[] = "ok \xc3\xa9 \xff\xfe x\xe2\x82";
+	assert_int_equal(buf_append_utf8(&b, in, sizeof in - 1), 0);
+	assert_buf_sane(&b);
+	assert_string_equal(b.data,
+			    "ok \xc3\xa9 \xef\xbf\xbd\xef\xbf\xbd x\xef\xbf\xbd\xef\xbf\xbd");
+	buf_reset(&b);
+	assert_int_equal(buf_append_utf8(&b, "plain", 5), 0);
+	assert_string_equal(b.data, "plain");
+	buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -490,6 +524,8 @@ int main(void)
 	    cmocka_unit_test(test_steal_of_empty_gives_empty_string),
 	    cmocka_unit_test(test_cstr_never_null),
 	    cmocka_unit_test(test_free_twice_is_safe),
+	    cmocka_unit_test(test_utf8_seq_len),
+	    cmocka_unit_test(test_utf8_append_replaces_bad_bytes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -587,6 +587,64 @@ static void test_own_objects_are_not_a_list(void **state)
 	assert_int_equal(store_get_view(f->s, &v, &st), STORE_NOT_FOUND);
 }
 
+static int open_fds(void)
+{
+	int n = 0;
+	for (int fd = 0; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			n++;
+	return n;
+}
+
+/* The count sees objects only: not the hub's state, cluster info, YurtHub's
+ * backups, atomic-write temps, stray files beside resource directories,
+ * or links; and it leaves no fd open. */
+static void test_count_objects_skips_what_is_not_an_object(void **state)
+{
+	struct fx *f = *state;
+	const char *objects[] = {"kubelet/pods.v1.core/a/p1", "kubelet/pods.v1.core/b/p2",
+				 "kubelet/nodes.v1.core/n1", "coredns/pods.v1.core/a/p1",
+				 "kube-proxy/services/default/kubernetes" /* legacy layout */};
+	const char *not_objects[] = {"version",
+				     "apis",
+				     "_apis_apps_v1",
+				     ".tmp.1.2",
+				     "tmp_kubelet/pods.v1.core/a/p9",
+				     "kubelet/stray-file",
+				     "kubelet/tmp_pods.v1.core/a/p9",
+				     "kubelet/pods.v1.core/tmp_a/p9",
+				     "kubelet/pods.v1.core/a/tmp_p9",
+				     "kubelet/pods.v1.core/a/.tmp.3",
+				     "kubelet/pods.v1.core/.hidden/p9",
+				     "kubelet/pods.v1.core/a/deep/p9",
+				     "_internal/other/x/y/z"};
+	for (size_t i = 0; i < sizeof objects / sizeof *objects; i++)
+		assert_int_equal(test_write_file(f->dir, objects[i], "{}"), 0);
+	for (size_t i = 0; i < sizeof not_objects / sizeof *not_objects; i++)
+		assert_int_equal(test_write_file(f->dir, not_objects[i], "{}"), 0);
+	char from[4200], to[4200];
+	snprintf(from, sizeof from, "%s/kubelet/pods.v1.core/a/p1", f->dir);
+	snprintf(to, sizeof to, "%s/kubelet/pods.v1.core/a/link", f->dir);
+	assert_int_equal(symlink(from, to), 0);
+	snprintf(from, sizeof from, "%s/kubelet", f->dir);
+	snprintf(to, sizeof to, "%s/linked-component", f->dir);
+	assert_int_equal(symlink(from, to), 0);
+	int fds = open_fds();
+	uint64_t n = 0;
+	assert_int_equal(store_count_objects(f->s, &n), STORE_OK);
+	assert_int_equal(n, sizeof objects / sizeof *objects);
+	assert_int_equal(open_fds(), fds);
+	/* an unreadable resource directory is an error, with its fds closed */
+	if (geteuid() != 0) {
+		snprintf(to, sizeof to, "%s/kubelet/pods.v1.core", f->dir);
+		assert_int_equal(chmod(to, 0), 0);
+		assert_int_equal(store_count_objects(f->s, &n), STORE_IO);
+		assert_int_equal(store_errno(), EACCES);
+		assert_int_equal(open_fds(), fds);
+		assert_int_equal(chmod(to, 0700), 0);
+	}
+}
+
 static void test_deleting_a_collection_drops_its_views(void **state)
 {
 	struct fx *f = *state;
@@ -668,6 +726,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_second_hub_is_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_own_objects_are_not_a_list, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_count_objects_skips_what_is_not_an_object, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_deleting_a_collection_drops_its_views, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_get_collection_has_no_content, setup, teardown),
