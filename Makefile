@@ -8,6 +8,9 @@
 #   make demo    a hub against the test double, with a kubectl session
 #   make soak    64 clients for 10 minutes with the link flapping (release, ASan),
 #                then a shorter run under valgrind; figures in docs/soak.md
+#   make install [PREFIX=/usr/local] [DESTDIR=]   binary, man page, systemd unit,
+#                example config and static-pod manifest, see docs/install.md
+#   make deb     the Debian package, left in build-deb/
 
 PREFIX ?= /usr/local
 DESTDIR ?=
@@ -16,6 +19,7 @@ SANBUILD := build-san
 FUZZBUILD := build-fuzz
 
 .PHONY: all deps build test fuzz bench demo soak clean format
+.PHONY: install deb
 
 all: build
 
@@ -64,8 +68,23 @@ soak: build $(SANBUILD)/build.ninja
 	/usr/bin/python3 tests/soak/soak.py --build $(SANBUILD) --seconds 600 --clients 64
 	/usr/bin/python3 tests/soak/soak.py --build $(BUILD) --valgrind --seconds 120 --clients 16
 
+# The release build of $(BUILD)/, installed by meson.  With PREFIX=/usr the
+# EnvironmentFile goes to /etc/default, else to $(PREFIX)/etc/default; an
+# existing one is kept.  DESTDIR is made absolute (meson would take a relative
+# one as relative to the build directory).
+INSTALL_SYSCONFDIR = $(if $(filter /usr,$(PREFIX)),/etc,etc)
+install: build
+	meson configure $(BUILD) -Dprefix=$(PREFIX) -Dsysconfdir=$(INSTALL_SYSCONFDIR) >/dev/null
+	ninja -C $(BUILD)
+	meson install -C $(BUILD) --no-rebuild $(if $(DESTDIR),--destdir=$(abspath $(DESTDIR)))
+
+# dpkg-buildpackage on a copy of the tree (nothing is written beside the
+# repository); the .deb is copied to build-deb/.
+deb: deps
+	sh scripts/build-deb.sh build-deb
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(SANBUILD) $(FUZZBUILD)
+	rm -rf $(BUILD) $(SANBUILD) $(FUZZBUILD) build-pkg build-deb

@@ -24,17 +24,21 @@ tests/fault/test_order_check tests/fault/test_write_order tests/fault/test_disk_
 tests/fault/test_cache_faults
 tests/test_etcd_client tests/contract_etcd tests/test_etcd_store tests/test_etcd_pool tests/etcd_crash
 script:tests/cli/test_cli.sh
+script:tests/pkg/test_install.sh
 script:scripts/run-fuzz.sh
 py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
 py:tests/e2e/test_tls.py
 py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py
+py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
 py:tests/e2e/test_hostile_upstream.py
 py:tests/e2e/test_hostile_client.py
 py:tests/e2e/test_disk_faults.py
 py:tests/e2e/test_security.py
+py:tests/e2e/test_metrics.py
+py:tests/e2e/test_logs.py
 py:tests/e2e/test_flapping.py
 "
 
