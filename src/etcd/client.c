@@ -99,22 +99,6 @@ static enum etcd_err nomem(void)
 
 /* ---- client ---- */
 
-static char *msg_dup(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static char *msg_dup(const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	if (rc < 0) {
-		buf_free(&b);
-		return NULL;
-	}
-	return buf_steal(&b);
-}
-
 static bool has_scheme(const char *ep)
 {
 	return (strncmp(ep, "http://", 7) == 0 && ep[7]) ||
@@ -125,7 +109,7 @@ static char *check_file(const char *flag, const char *path)
 {
 	if (!path || !*path || access(path, R_OK) == 0)
 		return NULL;
-	return msg_dup("cannot read --%s %s", flag, path);
+	return str_printf("cannot read --%s %s", flag, path);
 }
 
 /* A message for a configuration that cannot work, or NULL. */
@@ -133,14 +117,14 @@ static char *check_config(const struct etcd_config *cfg, bool *bad)
 {
 	*bad = true;
 	if (!cfg || cfg->nendpoints == 0 || !cfg->endpoints)
-		return msg_dup("no etcd endpoints");
+		return str_printf("no etcd endpoints");
 	for (size_t i = 0; i < cfg->nendpoints; i++)
 		if (!cfg->endpoints[i] || !has_scheme(cfg->endpoints[i]))
-			return msg_dup(
+			return str_printf(
 			    "etcd endpoint %s: want http://host:port or https://host:port",
 			    cfg->endpoints[i] ? cfg->endpoints[i] : "(null)");
 	if (cfg->timeout_ms < 0 || cfg->connect_timeout_ms < 0)
-		return msg_dup("negative etcd timeout");
+		return str_printf("negative etcd timeout");
 	char *m = check_file("etcd-cafile", cfg->ca_file);
 	if (!m)
 		m = check_file("etcd-certfile", cfg->cert_file);
@@ -217,13 +201,13 @@ struct etcd_client *etcd_client_new(const struct etcd_config *cfg, char **err)
 	struct etcd_client *c = calloc(1, sizeof *c);
 	if (!c || pthread_mutex_init(&c->lock, NULL) != 0) {
 		free(c);
-		*err = msg_dup("out of memory");
+		*err = str_printf("out of memory");
 		return NULL;
 	}
 	c->curl_ready = curl_global_init(CURL_GLOBAL_ALL) == CURLE_OK;
 	if (!c->curl_ready || init_client(c, cfg) < 0) {
 		etcd_client_free(c);
-		*err = msg_dup("cannot set up the etcd client: out of memory");
+		*err = str_printf("cannot set up the etcd client: out of memory");
 		return NULL;
 	}
 	return c;

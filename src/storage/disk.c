@@ -931,13 +931,17 @@ static unsigned char entry_type(DIR *dp, const struct dirent *de)
 	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
 }
 
+#define COUNT_FROM_ROOT 3 /* count_files' depth for the cache directory itself */
+
 /* Regular files under the directory name (relative to at_fd), descending
  * `depth` more levels of directories: a component directory is walked with
- * depth 2 (resource directories, then namespaces).  Dot files (atomic
- * writes in progress) and tmp_* (YurtHub's backups) are not objects.  A
- * directory gone meanwhile (a replace swapped it, a component was deleted)
- * counts as empty: the count is a snapshot of nothing, only approximate.
- * At most one fd per level is open, and each is closed before returning. */
+ * depth 2 (resource directories, then namespaces); from the cache directory
+ * only component directories are entered (not _internal, not the
+ * cluster-info files version, apis, _apis_...).  Dot files (atomic writes
+ * in progress) and tmp_* (YurtHub's backups) are not objects.  A directory
+ * gone meanwhile (a replace swapped it, a component was deleted) counts as
+ * empty: the count is a snapshot of nothing, only approximate.  At most one
+ * fd per level is open, and each is closed before returning. */
 static int count_files(int at_fd, const char *name, int depth, uint64_t *n)
 {
 	int fd = openat(at_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -959,6 +963,8 @@ static int count_files(int at_fd, const char *name, int depth, uint64_t *n)
 		}
 		if (de->d_name[0] == '.' || !strncmp(de->d_name, "tmp_", 4))
 			continue;
+		if (depth == COUNT_FROM_ROOT && !key_component_ok(de->d_name))
+			continue;
 		unsigned char type = entry_type(dp, de);
 		if (type == DT_DIR && depth > 0)
 			rc = count_files(dirfd(dp), de->d_name, depth - 1, n);
@@ -975,34 +981,8 @@ static int count_files(int at_fd, const char *name, int depth, uint64_t *n)
  * the gauge it feeds is approximate anyway. */
 static enum store_err disk_count_objects(struct store *s, uint64_t *out)
 {
-	struct disk_store *d = disk_of(s);
-	int fd = openat(d->base_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return store_fail_errno(errno);
-	DIR *dp = fdopendir(fd);
-	if (!dp) {
-		int err = errno;
-		close(fd);
-		return store_fail_errno(err);
-	}
 	uint64_t n = 0;
-	int rc = 0;
-	for (;;) {
-		errno = 0;
-		struct dirent *de = readdir(dp);
-		if (!de) {
-			rc = errno ? -errno : 0;
-			break;
-		}
-		/* Components only: not _internal, not the cluster-info files
-		 * (version, apis, _apis_...), not backups or dot files. */
-		if (!key_component_ok(de->d_name) || !strncmp(de->d_name, "tmp_", 4) ||
-		    entry_type(dp, de) != DT_DIR)
-			continue;
-		if ((rc = count_files(dirfd(dp), de->d_name, 2, &n)) < 0)
-			break;
-	}
-	closedir(dp);
+	int rc = count_files(disk_of(s)->base_fd, ".", COUNT_FROM_ROOT, &n);
 	if (rc < 0)
 		return store_fail_errno(rc);
 	*out = n;

@@ -619,20 +619,6 @@ static int finish(struct replace *r)
 
 /* ---- the session ---- */
 
-static enum store_err check_item(const struct replace *r, const struct store_item *it)
-{
-	const char *ns = it->namespace && !r->is_ns_resource ? it->namespace : "";
-	if (!it->name || !key_segment_ok(it->name, KEY_NAME_MAX))
-		return STORE_BAD_KEY;
-	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
-		return STORE_BAD_KEY;
-	if (*r->rec.namespace && !r->is_ns_resource && strcmp(ns, r->rec.namespace))
-		return STORE_INVALID_CONTENT; /* not under the view's root */
-	if (!it->data || !it->len)
-		return STORE_EMPTY_CONTENT;
-	return STORE_OK;
-}
-
 static int commit_locked(struct replace *r)
 {
 	struct disk_store *d = r->d;
@@ -830,7 +816,7 @@ static int link_if_unchanged(struct replace *r, struct strmap_entry *l, const ch
 enum store_err disk_replace_add(struct store_replace *sr, const struct store_item *it)
 {
 	struct replace *r = (struct replace *)sr;
-	enum store_err e = check_item(r, it);
+	enum store_err e = store_item_check(it, r->rec.namespace, r->is_ns_resource);
 	if (e != STORE_OK)
 		return e;
 	struct store_item item = *it;

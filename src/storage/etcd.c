@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -709,28 +710,48 @@ static enum store_err es_delete_component(struct store *s, const char *component
 	return e;
 }
 
+/* The rest of each key under a prefix, as a name: components (S/c) and a
+ * component's resources (S/v). */
+struct names_under {
+	store_name_fn fn;
+	void *ctx;
+	size_t strip; /* the prefix */
+	size_t seen;
+};
+
+static int name_under(void *ctx, const struct etcd_kv *kv)
+{
+	struct names_under *n = ctx;
+	if (kv->key_len <= n->strip)
+		return 0;
+	n->seen++;
+	return n->fn(n->ctx, kv->key + n->strip) ? 1 : 0;
+}
+
+static enum store_err each_name_under(struct etcd_store *es, struct names_under *n, const char *fmt,
+				      ...) __attribute__((format(printf, 3, 4)));
+
+static enum store_err each_name_under(struct etcd_store *es, struct names_under *n, const char *fmt,
+				      ...)
+{
+	struct buf prefix = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = buf_vprintf(&prefix, fmt, ap);
+	va_end(ap);
+	n->strip = prefix.len;
+	enum etcd_err e = rc < 0
+			      ? ETCD_NOMEM
+			      : er_range_each(es->c, prefix.data, prefix.len, true, name_under, n);
+	buf_free(&prefix);
+	return er_fail(e);
+}
+
 static enum store_err es_list_components(struct store *s, store_name_fn fn, void *ctx)
 {
 	struct etcd_store *es = es_of(s);
-	struct buf prefix = BUF_INIT, end = BUF_INIT;
-	if (buf_printf(&prefix, "%s/c/%s/", es->side, es->node) < 0 ||
-	    etcd_prefix_end(prefix.data, prefix.len, &end) < 0) {
-		buf_free(&prefix);
-		buf_free(&end);
-		return STORE_NOMEM;
-	}
-	struct etcd_range_opts o = {end.data, end.len, 0, 0, true, false};
-	struct etcd_range_result r;
-	enum etcd_err e = etcd_range(es->c, prefix.data, prefix.len, &o, &r);
-	if (e == ETCD_OK) {
-		for (size_t i = 0; i < r.n; i++)
-			if (r.kvs[i].key_len > prefix.len && fn(ctx, r.kvs[i].key + prefix.len))
-				break;
-		etcd_range_result_free(&r);
-	}
-	buf_free(&prefix);
-	buf_free(&end);
-	return er_fail(e);
+	struct names_under n = {fn, ctx, 0, 0};
+	return each_name_under(es, &n, "%s/c/%s/", es->side, es->node);
 }
 
 /* One count_only range over the node's holdings index S/h/<node>/: one
@@ -765,28 +786,9 @@ enum store_err etcd_store_resources(struct store *s, const char *component, stor
 	struct etcd_store *es = es_of(s);
 	if (!component || !key_component_ok(component))
 		return STORE_BAD_KEY;
-	struct buf prefix = BUF_INIT, end = BUF_INIT;
-	if (buf_printf(&prefix, "%s/v/%s/%s/", es->side, es->node, component) < 0 ||
-	    etcd_prefix_end(prefix.data, prefix.len, &end) < 0) {
-		buf_free(&prefix);
-		buf_free(&end);
-		return STORE_NOMEM;
-	}
-	struct etcd_range_opts o = {end.data, end.len, 0, 0, true, false};
-	struct etcd_range_result r;
-	enum etcd_err e = etcd_range(es->c, prefix.data, prefix.len, &o, &r);
-	enum store_err se = er_fail(e);
-	if (e == ETCD_OK) {
-		for (size_t i = 0; i < r.n; i++)
-			if (r.kvs[i].key_len > prefix.len && fn(ctx, r.kvs[i].key + prefix.len))
-				break;
-		if (!r.n)
-			se = STORE_NOT_FOUND;
-		etcd_range_result_free(&r);
-	}
-	buf_free(&prefix);
-	buf_free(&end);
-	return se;
+	struct names_under n = {fn, ctx, 0, 0};
+	enum store_err se = each_name_under(es, &n, "%s/v/%s/%s/", es->side, es->node, component);
+	return se == STORE_OK && !n.seen ? STORE_NOT_FOUND : se;
 }
 
 /* ---- cluster info ---- */

@@ -147,6 +147,13 @@ enum store_err er_release(struct etcd_store *es, const char *component, char **o
 bool er_rule_allows(const struct er_release_rule *rule, const char *objkey, const struct er_meta *m,
 		    const struct etcd_range_result *object);
 
+/* Every key under prefix (and its value, unless keys_only), a page of 1000
+ * at a time, in key order, each handed to fn: 0 goes on, 1 stops, -1 stops
+ * with ETCD_NOMEM. */
+typedef int (*er_kv_fn)(void *ctx, const struct etcd_kv *kv);
+enum etcd_err er_range_each(struct etcd_client *c, const char *prefix, size_t len, bool keys_only,
+			    er_kv_fn fn, void *ctx);
+
 /* The object keys (node, component) holds under objprefix (which may be
  * ""), in key order; a list of malloc'ed strings. */
 struct er_keys {

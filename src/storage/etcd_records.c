@@ -46,44 +46,29 @@ void er_backoff(struct etcd_store *es, int attempt)
 
 /* ---- record keys ---- */
 
-static char *printed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *printed(const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	if (rc < 0) {
-		buf_free(&b);
-		return NULL;
-	}
-	return buf_steal(&b);
-}
-
 char *er_meta_key(struct etcd_store *es, const char *objkey)
 {
-	return printed("%s/m%s", es->side, objkey);
+	return str_printf("%s/m%s", es->side, objkey);
 }
 
 char *er_index_prefix(struct etcd_store *es, const char *component)
 {
-	return printed("%s/h/%s/%s", es->side, es->node, component);
+	return str_printf("%s/h/%s/%s", es->side, es->node, component);
 }
 
 char *er_index_key(struct etcd_store *es, const char *component, const char *objkey)
 {
-	return printed("%s/h/%s/%s%s", es->side, es->node, component, objkey);
+	return str_printf("%s/h/%s/%s%s", es->side, es->node, component, objkey);
 }
 
 char *er_views_key(struct etcd_store *es, const char *component, const char *resdir)
 {
-	return printed("%s/v/%s/%s/%s", es->side, es->node, component, resdir);
+	return str_printf("%s/v/%s/%s/%s", es->side, es->node, component, resdir);
 }
 
 char *er_registry_key(struct etcd_store *es, const char *component)
 {
-	return printed("%s/c/%s/%s", es->side, es->node, component);
+	return str_printf("%s/c/%s/%s", es->side, es->node, component);
 }
 
 /* ---- plans ---- */
@@ -578,40 +563,61 @@ int er_keys_add(struct er_keys *k, const char *s, size_t len)
 	return 0;
 }
 
-enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const char *objprefix,
-			   struct er_keys *out)
+enum etcd_err er_range_each(struct etcd_client *c, const char *prefix, size_t len, bool keys_only,
+			    er_kv_fn fn, void *ctx)
 {
-	char *ip = er_index_prefix(es, component);
 	struct buf from = BUF_INIT, end = BUF_INIT;
 	enum etcd_err e = ETCD_NOMEM;
-	if (ip && buf_printf(&from, "%s%s", ip, objprefix) == 0 &&
-	    etcd_prefix_end(from.data, from.len, &end) == 0)
+	if (buf_append(&from, prefix, len) == 0 && etcd_prefix_end(prefix, len, &end) == 0)
 		e = ETCD_OK;
-	size_t iplen = ip ? strlen(ip) : 0;
-	while (e == ETCD_OK) {
-		struct etcd_range_opts o = {end.data, end.len, 1000, 0, true, false};
+	bool more = e == ETCD_OK;
+	while (more) {
+		struct etcd_range_opts o = {end.data, end.len, 1000, 0, keys_only, false};
 		struct etcd_range_result r;
-		e = etcd_range(es->c, from.data, from.len, &o, &r);
-		if (e != ETCD_OK)
+		if ((e = etcd_range(c, from.data, from.len, &o, &r)) != ETCD_OK)
 			break;
-		for (size_t i = 0; i < r.n && e == ETCD_OK; i++)
-			if (r.kvs[i].key_len > iplen &&
-			    er_keys_add(out, r.kvs[i].key + iplen, r.kvs[i].key_len - iplen) < 0)
-				e = ETCD_NOMEM;
-		bool more = r.more && r.n;
+		int rc = 0;
+		for (size_t i = 0; i < r.n && rc == 0; i++)
+			rc = fn(ctx, &r.kvs[i]);
+		if (rc < 0)
+			e = ETCD_NOMEM;
+		more = rc == 0 && r.more && r.n;
 		if (more) {
 			/* the next page starts just after the last key: key + NUL */
 			buf_reset(&from);
 			if (buf_append(&from, r.kvs[r.n - 1].key, r.kvs[r.n - 1].key_len) < 0 ||
 			    buf_append_char(&from, '\0') < 0)
-				e = ETCD_NOMEM;
+				e = ETCD_NOMEM, more = false;
 		}
 		etcd_range_result_free(&r);
-		if (!more)
-			break;
 	}
-	free(ip);
 	buf_free(&from);
 	buf_free(&end);
+	return e;
+}
+
+struct held_keys {
+	struct er_keys *out;
+	size_t strip; /* the index prefix S/h/<node>/<comp> */
+};
+
+static int held_key_add(void *ctx, const struct etcd_kv *kv)
+{
+	struct held_keys *h = ctx;
+	if (kv->key_len <= h->strip)
+		return 0;
+	return er_keys_add(h->out, kv->key + h->strip, kv->key_len - h->strip) < 0 ? -1 : 0;
+}
+
+enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const char *objprefix,
+			   struct er_keys *out)
+{
+	char *ip = er_index_prefix(es, component);
+	char *from = ip ? str_printf("%s%s", ip, objprefix) : NULL;
+	struct held_keys h = {out, ip ? strlen(ip) : 0};
+	enum etcd_err e =
+	    from ? er_range_each(es->c, from, strlen(from), true, held_key_add, &h) : ETCD_NOMEM;
+	free(ip);
+	free(from);
 	return e;
 }

@@ -428,24 +428,10 @@ enum store_err er_replace_begin(struct store *s, const struct store_view *view,
 	return STORE_OK;
 }
 
-static enum store_err check_item(const struct er_replace *r, const struct store_item *it)
-{
-	const char *ns = it->namespace && !r->is_ns_resource ? it->namespace : "";
-	if (!it->name || !key_segment_ok(it->name, KEY_NAME_MAX))
-		return STORE_BAD_KEY;
-	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
-		return STORE_BAD_KEY;
-	if (*r->rec.namespace && !r->is_ns_resource && strcmp(ns, r->rec.namespace))
-		return STORE_INVALID_CONTENT; /* not under the view's root */
-	if (!it->data || !it->len)
-		return STORE_EMPTY_CONTENT;
-	return STORE_OK;
-}
-
 enum store_err er_replace_add(struct store_replace *sr, const struct store_item *it)
 {
 	struct er_replace *r = (struct er_replace *)sr;
-	enum store_err e = check_item(r, it);
+	enum store_err e = store_item_check(it, r->rec.namespace, r->is_ns_resource);
 	if (e != STORE_OK)
 		return e;
 	struct store_key_info info = {
@@ -584,6 +570,20 @@ static int matchers_add_set(struct er_replace *r, struct matchers *m, const stru
 	return 0;
 }
 
+struct matchers_scan {
+	struct er_replace *r;
+	struct matchers *m;
+	size_t strip; /* S/v/<node>/<comp>/ */
+};
+
+static int matchers_scan_set(void *ctx, const struct etcd_kv *kv)
+{
+	struct matchers_scan *sc = ctx;
+	if (!same_collection(sc->r, kv->key, sc->strip))
+		return 0;
+	return matchers_add_set(sc->r, sc->m, kv) < 0 ? -1 : 0;
+}
+
 /* The views the release rule needs: this one, and the component's others
  * over the same etcd collection. */
 static enum store_err matchers_load(struct er_replace *r, struct matchers *m)
@@ -591,25 +591,12 @@ static enum store_err matchers_load(struct er_replace *r, struct matchers *m)
 	memset(m, 0, sizeof *m);
 	if (view_matcher_init(&m->self, &r->rec) < 0)
 		return STORE_NOMEM;
-	struct buf prefix = BUF_INIT, end = BUF_INIT;
-	if (buf_printf(&prefix, "%s/v/%s/%s/", r->es->side, r->es->node, r->component) < 0 ||
-	    etcd_prefix_end(prefix.data, prefix.len, &end) < 0) {
-		buf_free(&prefix);
-		buf_free(&end);
+	char *prefix = str_printf("%s/v/%s/%s/", r->es->side, r->es->node, r->component);
+	if (!prefix)
 		return STORE_NOMEM;
-	}
-	struct etcd_range_opts o = {end.data, end.len, 0, 0, false, false};
-	struct etcd_range_result vr;
-	enum etcd_err e = etcd_range(r->es->c, prefix.data, prefix.len, &o, &vr);
-	bool read = e == ETCD_OK;
-	for (size_t i = 0; e == ETCD_OK && i < vr.n; i++)
-		if (same_collection(r, vr.kvs[i].key, prefix.len) &&
-		    matchers_add_set(r, m, &vr.kvs[i]) < 0)
-			e = ETCD_NOMEM;
-	if (read)
-		etcd_range_result_free(&vr);
-	buf_free(&prefix);
-	buf_free(&end);
+	struct matchers_scan sc = {r, m, strlen(prefix)};
+	enum etcd_err e = er_range_each(r->es->c, prefix, sc.strip, false, matchers_scan_set, &sc);
+	free(prefix);
 	return er_fail(e);
 }
 

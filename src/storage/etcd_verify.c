@@ -12,41 +12,6 @@
 #include "storage/etcd_internal.h"
 #include "util/strmap.h"
 
-typedef int (*kv_fn)(void *ctx, const struct etcd_kv *kv);
-
-/* Every key (and value, unless keys_only) under prefix, a page at a time. */
-static enum etcd_err range_each(struct etcd_client *c, const char *prefix, bool keys_only, kv_fn fn,
-				void *ctx)
-{
-	struct buf from = BUF_INIT, end = BUF_INIT;
-	enum etcd_err e = ETCD_NOMEM;
-	if (buf_append_str(&from, prefix) == 0 &&
-	    etcd_prefix_end(prefix, strlen(prefix), &end) == 0)
-		e = ETCD_OK;
-	while (e == ETCD_OK) {
-		struct etcd_range_opts o = {end.data, end.len, 1000, 0, keys_only, false};
-		struct etcd_range_result r;
-		if ((e = etcd_range(c, from.data, from.len, &o, &r)) != ETCD_OK)
-			break;
-		for (size_t i = 0; i < r.n && e == ETCD_OK; i++)
-			if (fn(ctx, &r.kvs[i]) < 0)
-				e = ETCD_NOMEM;
-		bool more = r.more && r.n;
-		if (more) {
-			buf_reset(&from);
-			if (buf_append(&from, r.kvs[r.n - 1].key, r.kvs[r.n - 1].key_len) < 0 ||
-			    buf_append_char(&from, '\0') < 0)
-				e = ETCD_NOMEM;
-		}
-		etcd_range_result_free(&r);
-		if (!more)
-			break;
-	}
-	buf_free(&from);
-	buf_free(&end);
-	return e;
-}
-
 struct keyset {
 	struct strmap map; /* key with `strip` bytes cut -> value copy (S/m only) */
 	size_t strip;
@@ -169,11 +134,11 @@ long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 	struct keyset holds = {STRMAP_INIT, hp.len, false};
 	struct keyset objs = {STRMAP_INIT, 0, false};
 	struct verify v = {fn, ctx, 0};
-	enum etcd_err e = range_each(es->c, mp.data, false, keyset_add, &metas);
+	enum etcd_err e = er_range_each(es->c, mp.data, mp.len, false, keyset_add, &metas);
 	if (e == ETCD_OK)
-		e = range_each(es->c, hp.data, true, keyset_add, &holds);
+		e = er_range_each(es->c, hp.data, hp.len, true, keyset_add, &holds);
 	if (e == ETCD_OK)
-		e = range_each(es->c, op.data, true, keyset_add, &objs);
+		e = er_range_each(es->c, op.data, op.len, true, keyset_add, &objs);
 	if (e == ETCD_OK) {
 		check_holdings(&v, &holds, &metas, &objs);
 		check_metas(&v, &holds, &metas, &objs);

@@ -1,11 +1,15 @@
 /*
  * store.c - the calls the hub makes on a store, dispatched through the
- * backend's ops table, and the contract's error texts.
+ * backend's ops table, the contract's error texts, and the checks every
+ * backend shares.
  */
 #include "storage/store.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "storage/key.h"
 
 static _Thread_local int last_errno;
 
@@ -117,6 +121,21 @@ void store_replace_abort(struct store_replace *r)
 {
 	if (r)
 		r->store->ops->replace_abort(r);
+}
+
+enum store_err store_item_check(const struct store_item *it, const char *view_ns,
+				bool is_ns_resource)
+{
+	const char *ns = it->namespace && !is_ns_resource ? it->namespace : "";
+	if (!it->name || !key_segment_ok(it->name, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	if (*ns && !key_segment_ok(ns, KEY_NAME_MAX))
+		return STORE_BAD_KEY;
+	if (*view_ns && !is_ns_resource && strcmp(ns, view_ns))
+		return STORE_INVALID_CONTENT; /* not under the view's root */
+	if (!it->data || !it->len)
+		return STORE_EMPTY_CONTENT;
+	return STORE_OK;
 }
 
 enum store_err store_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,

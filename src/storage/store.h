@@ -26,6 +26,7 @@
 #ifndef YURTHUB_STORAGE_STORE_H
 #define YURTHUB_STORAGE_STORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -199,6 +200,13 @@ enum store_err store_replace_begin(struct store *s, const struct store_view *vie
 enum store_err store_replace_add(struct store_replace *r, const struct store_item *item);
 enum store_err store_replace_commit(struct store_replace *r, uint64_t list_rv);
 void store_replace_abort(struct store_replace *r);
+/* Whether an item may go into a replace of the view rooted at namespace
+ * view_ns ("" for all): names that can be keys, inside that namespace,
+ * with content.  For the namespaces resource (is_ns_resource) the item's own
+ * namespace field means nothing and is ignored.  Every backend's
+ * replace_add checks this first. */
+enum store_err store_item_check(const struct store_item *it, const char *view_ns,
+				bool is_ns_resource);
 /* The whole replace in one call, for lists already in memory. */
 enum store_err store_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
 				  const struct store_item *items, size_t n);

@@ -193,6 +193,20 @@ char *buf_steal(struct buf *b)
 	return p;
 }
 
+char *str_printf(const char *fmt, ...)
+{
+	struct buf b = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	if (rc < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
 const char *buf_cstr(const struct buf *b)
 {
 	return b->data ? b->data : "";

@@ -41,6 +41,8 @@ int buf_append_utf8(struct buf *b, const char *s, size_t len);
 void buf_reset(struct buf *b);	/* len = 0, keeps memory */
 void buf_free(struct buf *b);	/* releases memory, back to BUF_INIT */
 char *buf_steal(struct buf *b); /* caller owns the returned string */
+/* A new malloc'ed string, printf-formatted; NULL when out of memory. */
+char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A pointer that is never NULL: "" for an empty buffer. */
 const char *buf_cstr(const struct buf *b);
 
