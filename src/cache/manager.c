@@ -20,16 +20,15 @@
 
 #include "kube/meta.h"
 #include "kube/stream.h"
-#include "storage/view.h"
 #include "util/log.h"
 
-#define QUEUE_BYTES_MAX	 (64u << 20) /* all workers together */
-#define OBJECT_BYTES_MAX (32u << 20) /* a single GET response kept for the cache */
-#define INFLATE_MAX	 (512u << 20)
-#define PARK_SECONDS	 120 /* a paginated list's session waits this long for its next page */
-#define PARKED_MAX	 64
-#define TRIM_AFTER_BYTES (8u << 20) /* give memory back after this much went through */
-#define STORE_WARN_SECONDS 10	     /* at most one warning per kind of write in this time */
+#define QUEUE_BYTES_MAX	   (64u << 20) /* all workers together */
+#define OBJECT_BYTES_MAX   (32u << 20) /* a single GET response kept for the cache */
+#define INFLATE_MAX	   (512u << 20)
+#define PARK_SECONDS	   120 /* a paginated list's session waits this long for its next page */
+#define PARKED_MAX	   64
+#define TRIM_AFTER_BYTES   (8u << 20) /* give memory back after this much went through */
+#define STORE_WARN_SECONDS 10	      /* at most one warning per kind of write in this time */
 
 enum job_kind {
 	JOB_LIST_BEGIN,
@@ -89,9 +88,9 @@ struct parked {
 /* A store that cannot write (see note_failure). */
 struct store_trouble {
 	pthread_mutex_t lock;
-	atomic_bool failing;		   /* an I/O failure since the last write that worked */
-	unsigned long failures;		   /* since the last write that worked */
-	time_t last_warn[CACHE_OP_N];	   /* monotonic seconds, 0: never */
+	atomic_bool failing;		    /* an I/O failure since the last write that worked */
+	unsigned long failures;		    /* since the last write that worked */
+	time_t last_warn[CACHE_OP_N];	    /* monotonic seconds, 0: never */
 	unsigned long unlogged[CACHE_OP_N]; /* failures not logged since that warning */
 };
 
@@ -371,51 +370,6 @@ static void do_object(struct cache_manager *cm, struct job *j)
 		      store_strerror(e));
 }
 
-struct cover_check {
-	struct store_view_state own;
-	const char *ns;
-	const char *json;
-	size_t len;
-	bool covered;
-};
-
-static int check_cover(void *ctx, const struct store_view_state *v)
-{
-	struct cover_check *c = ctx;
-	if (!strcmp(v->namespace, c->own.namespace) &&
-	    !strcmp(v->label_selector, c->own.label_selector) &&
-	    !strcmp(v->field_selector, c->own.field_selector))
-		return 0; /* the view the DELETED came from */
-	struct view_rec r = {v->namespace, v->label_selector, v->field_selector, v->rv};
-	struct view_matcher m;
-	if (view_matcher_init(&m, &r) < 0)
-		return 0;
-	if (view_matcher_covers(&m, c->ns, c->json, c->len) == 1)
-		c->covered = true;
-	view_matcher_free(&m);
-	return c->covered;
-}
-
-/* DELETED on a filtered watch may mean "left this view's selector": keep the
- * object while another view of the component covers it. */
-static bool covered_elsewhere(struct cache_manager *cm, const struct stream *st, const char *ns,
-			      const char *json, size_t len)
-{
-	struct store_view v = stream_view(st);
-	struct view_rec own;
-	char *err = NULL;
-	if (view_canonical(&v, &own, &err) < 0) {
-		free(err);
-		return false;
-	}
-	struct cover_check c = {
-	    {own.namespace, own.label_selector, own.field_selector, 0}, ns, json, len, false};
-	struct store_gvr gvr = {st->group, st->version, st->resource};
-	store_list_views(cm->store, st->component, &gvr, check_cover, &c);
-	view_rec_free(&own);
-	return c.covered;
-}
-
 static void do_event(struct cache_manager *cm, struct job *j)
 {
 	struct timespec t0;
@@ -423,10 +377,13 @@ static void do_event(struct cache_manager *cm, struct job *j)
 	struct store_key k;
 	enum store_err e = stream_key(cm, j->st, j->ns, j->name, &k);
 	if (e == STORE_OK) {
-		if (j->type != WATCH_DELETED)
-			e = put_object(cm->store, &k, j->data, j->len, j->rv);
-		else if (!covered_elsewhere(cm, j->st, k.namespace, j->data, j->len))
-			e = store_delete(cm->store, &k);
+		/* The store applies the rules of store.h: a DELETED is gone for
+		 * every view of the component unless a newer copy is held. */
+		struct store_view v = stream_view(j->st);
+		e = store_view_event(cm->store, &v, &k,
+				     j->type == WATCH_DELETED ? STORE_EVENT_DELETED
+							      : STORE_EVENT_PUT,
+				     j->data, j->len, j->rv);
 		store_key_free(&k);
 	}
 	count(cm, CACHE_OP_WATCH_EVENT, e, &t0, j->st);

@@ -14,9 +14,10 @@
  *   LIST     streaming replace of the request's view; a paginated list
  *            (limit/continue) is kept open across its pages and committed
  *            with the last one
- *   WATCH    ADDED/MODIFIED: update-or-create with rv order; DELETED:
- *            delete unless another view of the component still covers the
- *            object; BOOKMARK: the view's rv; ERROR: the cache side stops
+ *   WATCH    each event is the store's view_event (store.h): ADDED/MODIFIED
+ *            write in rv order; DELETED removes the component's copy unless a
+ *            newer one is held; BOOKMARK: the view's rv; ERROR: the cache
+ *            side stops
  *   OBJECT   get, and the object returned by create/update/patch
  *   DISCOVERY  /version and discovery documents, as cluster info
  */

@@ -483,14 +483,21 @@ static int cmd_get(char **args, int n, FILE *out, FILE *err)
 struct views_walk {
 	FILE *out;
 	size_t count;
+	const char *id_resdir; /* etcd: the holdings name views by id */
 };
 
 static int print_view(void *ctx, const struct store_view_state *v)
 {
 	struct views_walk *w = ctx;
-	fprintf(w->out,
-		"namespace=%s labelSelector=%s fieldSelector=%s resourceVersion=%" PRIu64 "\n",
+	fprintf(w->out, "namespace=%s labelSelector=%s fieldSelector=%s resourceVersion=%" PRIu64,
 		*v->namespace ? v->namespace : "*", v->label_selector, v->field_selector, v->rv);
+	if (w->id_resdir) {
+		struct view_rec r = {v->namespace, v->label_selector, v->field_selector, v->rv};
+		char id[VIEW_ID_LEN + 1];
+		view_rec_id(w->id_resdir, &r, id);
+		fprintf(w->out, " id=%s", id);
+	}
+	fputc('\n', w->out);
 	w->count++;
 	return 0;
 }
@@ -503,7 +510,7 @@ int cache_list_views(struct store *s, const char *component, const char *resdir,
 		return bad_resource(err, "views", resdir);
 	const char *parts[] = {component, resdir};
 	char *what = join_path(parts, 2);
-	struct views_walk w = {out, 0};
+	struct views_walk w = {out, 0, !strcmp(s->ops->name, "etcd") ? resdir : NULL};
 	struct store_gvr gvr = resource_gvr(&r);
 	enum store_err e =
 	    what ? store_list_views(s, component, &gvr, print_view, &w) : STORE_NOMEM;

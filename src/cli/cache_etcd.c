@@ -25,9 +25,11 @@ static const char USAGE[] =
     "  get COMPONENT RESOURCE.VERSION.GROUP [NAMESPACE] NAME\n"
     "        print one stored object\n"
     "  views COMPONENT RESOURCE.VERSION.GROUP\n"
-    "        print the list views recorded for a resource\n"
+    "        print the list views recorded for a resource, with the id that holdings\n"
+    "        name them by\n"
     "  verify\n"
-    "        check the ownership records of every node; exit 1 when problems are found\n"
+    "        check the ownership records of every node, and that every holding is\n"
+    "        explained by a view's membership or a read; exit 1 when problems are found\n"
     "\n"
     "options: --etcd-prefix=P (default /registry), --etcd-cafile=F, --etcd-certfile=F,\n"
     "         --etcd-keyfile=F, --etcd-timeout=SECONDS (default 5)\n";

@@ -485,6 +485,66 @@ static enum store_err disk_delete(struct store *s, const struct store_key *key)
 	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
 }
 
+/* DELETED at rv: the copy goes unless it is at rv or newer (the version
+ * that left the view, or a newer incarnation, delivered by another view).
+ * Under the key lock, so that a concurrent write of that version is either
+ * seen here or comes after. */
+static enum store_err delete_unless_newer(struct disk_store *d, const struct store_key *key,
+					  uint64_t rv)
+{
+	char *resdir = key_resdir_path(key);
+	if (!resdir)
+		return STORE_NOMEM;
+	pthread_rwlock_t *rl = disk_res_lock(d, key->component, resdir_name(resdir));
+	pthread_mutex_t *kl = key_lock(d, key->path);
+	struct buf old = BUF_INIT;
+	pthread_rwlock_rdlock(&d->global);
+	pthread_rwlock_rdlock(rl);
+	pthread_mutex_lock(kl);
+	int rc = fs_read_file_at(d->base_fd, key->path, &old, DISK_OBJECT_MAX);
+	uint64_t stored = 0;
+	if (rc == 0 && (kube_meta_rv(old.data, old.len, &stored) < 0 || stored < rv)) {
+		struct commit_op op = {.kind = COMMIT_UNLINK, .fd = -1, .dst = key->path};
+		commit_run(d->commit, &op);
+		rc = op.err;
+	} else if (rc == -ENOENT || rc == -ENOTDIR) {
+		rc = 0; /* not held: nothing to do */
+	}
+	pthread_mutex_unlock(kl);
+	pthread_rwlock_unlock(rl);
+	pthread_rwlock_unlock(&d->global);
+	buf_free(&old);
+	free(resdir);
+	if (rc == -EISDIR)
+		return STORE_BAD_KEY;
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
+/* A view's watch event.  Each component has its own copy here, written
+ * only through its own views and reads, so membership needs no record: a
+ * PUT is a write in rv order, a DELETED a delete unless newer. */
+static enum store_err disk_view_event(struct store *s, const struct store_view *view,
+				      const struct store_key *key, enum store_event type,
+				      const char *data, size_t len, uint64_t rv)
+{
+	struct disk_store *d = disk_of(s);
+	if (!view || !key || !key->path || key->is_root)
+		return STORE_EMPTY_KEY;
+	if (d->flags & DISK_READ_ONLY)
+		return read_only_error();
+	if (type == STORE_EVENT_DELETED)
+		return delete_unless_newer(d, key, rv);
+	enum store_err e = check_content(key, data, len);
+	if (e != STORE_OK)
+		return e;
+	e = write_object(d, key, data, len, WRITE_UPDATE, rv, NULL);
+	if (e == STORE_NOT_FOUND)
+		e = write_object(d, key, data, len, WRITE_CREATE, rv, NULL);
+	if (e == STORE_EXISTS) /* created meanwhile */
+		e = write_object(d, key, data, len, WRITE_UPDATE, rv, NULL);
+	return e == STORE_CONFLICT ? STORE_OK : e; /* older than stored: not news */
+}
+
 static enum store_err disk_get(struct store *s, const struct store_key *key, struct buf *out)
 {
 	struct disk_store *d = disk_of(s);
@@ -1199,6 +1259,7 @@ static const struct store_ops disk_ops = {
     .replace_add = disk_replace_add,
     .replace_commit = disk_replace_commit,
     .replace_abort = disk_replace_abort,
+    .view_event = disk_view_event,
     .get_view = disk_get_view,
     .set_view_rv = disk_set_view_rv,
     .list_views = disk_list_views,

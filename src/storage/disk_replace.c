@@ -8,9 +8,9 @@
  * as it arrives, by up to WRITERS_MAX threads per batch, without any lock.
  * At commit, under the resource lock, T is compared with N: where the stored
  * copy is newer than the listed one it replaces it (a hard link), objects the
- * view no longer has are left out unless another view of the component still
- * covers them or they are newer than the list, and everything else of T is
- * linked over unchanged.  Then:
+ * list lacks are left out when the view matches them and they are not newer
+ * than the list (stale, store.h), and everything else of T is linked over
+ * unchanged.  Then:
  *
  *   1. a journal record names N, its inode, T, and the new view set;
  *   2. one syncfs() makes N, its files and the record durable;
@@ -70,8 +70,7 @@ struct replace {
 	struct view_set views;	/* loaded, then updated with this view */
 	bool had_views;		/* there was a view file before (or a marker we wrote) */
 	struct buf old_views;	/* its content, to put back when the replace fails */
-	struct view_matcher self, *others;
-	size_t nothers;
+	struct view_matcher self;
 	struct buf scratch, rel;
 	struct pending_write *pending;
 	size_t npending, cap_pending, pending_bytes;
@@ -315,7 +314,11 @@ static int stored_rv_at_commit(struct replace *r, const struct strmap_entry *l, 
 	return stored_rv(r, rel, rv);
 }
 
-/* An object of T that the list did not return: keep it? */
+/* An object of T that the list did not return: keep it?  A copy the view
+ * matches, not newer than the list, is stale whatever other views say (their
+ * own watch or list brings the object back if it lives on, changed).  A copy
+ * the view does not match is not the view's: this component got that copy
+ * through another view or a read of its own, which answer for it. */
 static int keep_unlisted(struct replace *r, const char *rel)
 {
 	uint64_t rv = 0;
@@ -329,14 +332,7 @@ static int keep_unlisted(struct replace *r, const char *rel)
 		memcpy(ns, rel, (size_t)(slash - rel)), ns[slash - rel] = '\0';
 	else if (!slash && *r->rec.namespace)
 		snprintf(ns, sizeof ns, "%s", r->rec.namespace);
-	const char *json = r->scratch.data;
-	size_t len = r->scratch.len;
-	if (view_matcher_covers(&r->self, ns, json, len) != 1)
-		return 1; /* never this view's object */
-	for (size_t i = 0; i < r->nothers; i++)
-		if (view_matcher_covers(&r->others[i], ns, json, len) == 1)
-			return 1;
-	return 0;
+	return view_matcher_covers(&r->self, ns, r->scratch.data, r->scratch.len) != 1;
 }
 
 /* Merge T into N: the listed objects are in N already; T decides what else
@@ -361,27 +357,6 @@ static int merge_old_tree(struct replace *r)
 		}
 		if (rc < 0)
 			return rc;
-	}
-	return 0;
-}
-
-/* ---- matchers of the view and its siblings ---- */
-
-static int init_matchers(struct replace *r)
-{
-	if (view_matcher_init(&r->self, &r->rec) < 0)
-		return -EINVAL;
-	r->others = calloc(r->views.n ? r->views.n : 1, sizeof *r->others);
-	if (!r->others)
-		return -ENOMEM;
-	for (size_t i = 0; i < r->views.n; i++) {
-		struct view_rec *v = &r->views.v[i];
-		if (!strcmp(v->namespace, r->rec.namespace) &&
-		    !strcmp(v->label_selector, r->rec.label_selector) &&
-		    !strcmp(v->field_selector, r->rec.field_selector))
-			continue;
-		if (view_matcher_init(&r->others[r->nothers], v) == 0)
-			r->nothers++;
 	}
 	return 0;
 }
@@ -638,8 +613,8 @@ static int commit_locked(struct replace *r)
 	else if (had > 0 && view_set_encode(&r->views, &r->old_views) < 0)
 		rc = -ENOMEM;
 	r->had_views = had > 0;
-	if (rc == 0)
-		rc = init_matchers(r);
+	if (rc == 0 && view_matcher_init(&r->self, &r->rec) < 0)
+		rc = -EINVAL;
 	if (rc == 0 && view_set_put(&r->views, &r->rec, r->list_rv) < 0)
 		rc = -ENOMEM;
 	if (rc < 0)
@@ -684,9 +659,6 @@ static void replace_free(struct replace *r)
 	strmap_free(&r->existing);
 	strmap_free(&r->n_dirs);
 	view_matcher_free(&r->self);
-	for (size_t i = 0; i < r->nothers; i++)
-		view_matcher_free(&r->others[i]);
-	free(r->others);
 	view_set_free(&r->views);
 	view_rec_free(&r->rec);
 	buf_free(&r->scratch);

@@ -57,8 +57,8 @@ static enum store_err check_content(const struct store_key *key, const char *dat
 	if (kube_meta_parse(data, len, &m) < 0)
 		return STORE_INVALID_CONTENT;
 	enum store_err e = STORE_OK;
-	if (m.name && strcmp(m.name, key->name))
-		e = STORE_INVALID_CONTENT;
+	if (m.nul_in_name || (m.name && strcmp(m.name, key->name)))
+		e = STORE_INVALID_CONTENT; /* "a\u0000b" is not object "a" */
 	else if (m.namespace && *m.namespace && *key->namespace &&
 		 strcmp(m.namespace, key->namespace))
 		e = STORE_INVALID_CONTENT;
@@ -68,7 +68,11 @@ static enum store_err check_content(const struct store_key *key, const char *dat
 	return e;
 }
 
-enum write_mode { WRITE_CREATE, WRITE_UPDATE };
+enum write_mode {
+	WRITE_CREATE, /* the object must be absent */
+	WRITE_UPDATE, /* the object must be present */
+	WRITE_PUT,    /* either: a watch event */
+};
 
 /* Decide from what was read; STORE_OK: go on and write.  *write says
  * whether the object itself is written (a newer stored copy is only held). */
@@ -91,12 +95,14 @@ static enum store_err write_decide(const struct er_target *t, uint64_t rv, enum 
 	return STORE_OK;
 }
 
+/* Read, decide, then one guarded Txn; again while the records changed in
+ * between.  The component holds the object for reason afterwards. */
 static enum store_err write_object(struct etcd_store *es, const struct store_key *key,
 				   const char *data, size_t len, uint64_t rv, enum write_mode mode,
-				   struct buf *stored)
+				   struct buf *stored, const char *reason)
 {
-	struct er_target t = {key->path, true, {0}, {0}};
 	for (int attempt = 0; attempt < ER_RETRIES; attempt++) {
+		struct er_target t = {.objkey = key->path, .want_object = true};
 		enum etcd_err e = er_read_targets(es, key->component, &t, 1, NULL, NULL);
 		bool write = false;
 		enum store_err se = e != ETCD_OK ? er_fail(e) : STORE_OK;
@@ -110,12 +116,12 @@ static enum store_err write_object(struct etcd_store *es, const struct store_key
 			struct er_plan p = {0};
 			/* the object too: a copy written by someone without records */
 			er_plan_same(&p, key->path, t.object.n ? t.object.kvs[0].mod_revision : 0);
-			if (er_plan_hold(es, &p, key->component, key->path, &t.meta, write, data,
-					 len, rv))
+			if (er_plan_hold(es, &p, key->component, key->path, &t, write, data, len,
+					 rv, reason))
 				er_plan_put(&p,
 					    er_plan_keep(&p, er_registry_key(es, key->component)),
 					    "", 0);
-			if (p.nops)
+			if (p.nops > 0)
 				e = er_plan_run(es, &p, &ok);
 			er_plan_free(&p);
 			se = er_fail(e);
@@ -123,8 +129,6 @@ static enum store_err write_object(struct etcd_store *es, const struct store_key
 				se = STORE_CONFLICT; /* held, but the stored copy is newer */
 		}
 		er_targets_free(&t, 1);
-		memset(&t.meta, 0, sizeof t.meta);
-		memset(&t.object, 0, sizeof t.object);
 		if (se != STORE_OK || ok)
 			return se;
 		er_backoff(es, attempt);
@@ -137,14 +141,64 @@ static enum store_err es_create(struct store *s, const struct store_key *key, co
 {
 	uint64_t rv = 0;
 	enum store_err e = check_content(key, data, len, &rv);
-	return e != STORE_OK ? e : write_object(es_of(s), key, data, len, rv, WRITE_CREATE, NULL);
+	return e != STORE_OK ? e
+			     : write_object(es_of(s), key, data, len, rv, WRITE_CREATE, NULL,
+					    ER_REASON_SINGLE);
 }
 
 static enum store_err es_update(struct store *s, const struct store_key *key, const char *data,
 				size_t len, uint64_t rv, struct buf *stored)
 {
 	enum store_err e = check_content(key, data, len, NULL);
-	return e != STORE_OK ? e : write_object(es_of(s), key, data, len, rv, WRITE_UPDATE, stored);
+	return e != STORE_OK ? e
+			     : write_object(es_of(s), key, data, len, rv, WRITE_UPDATE, stored,
+					    ER_REASON_SINGLE);
+}
+
+/* DELETED at rv from the view named id: the component lets the object go,
+ * unless the stored copy is at rv or newer (then it only leaves the view). */
+static enum store_err drop_deleted(struct etcd_store *es, const struct store_key *key, uint64_t rv,
+				   const char *id)
+{
+	for (int attempt = 0; attempt < ER_RETRIES; attempt++) {
+		struct er_target t = {.objkey = key->path, .want_object = true};
+		enum etcd_err e = er_read_targets(es, key->component, &t, 1, NULL, NULL);
+		struct er_plan p = {0};
+		if (e == ETCD_OK && (t.meta.ours || t.hold.present)) {
+			if (t.object.n && t.meta.present && t.meta.rv >= rv)
+				er_plan_drop_reason(es, &p, key->component, key->path, &t, id);
+			else
+				er_plan_release(es, &p, key->component, key->path, &t);
+		}
+		bool ok = true;
+		if (e == ETCD_OK && p.nops > 0)
+			e = er_plan_run(es, &p, &ok);
+		er_plan_free(&p);
+		er_targets_free(&t, 1);
+		if (e != ETCD_OK || ok)
+			return er_fail(e);
+		er_backoff(es, attempt);
+	}
+	return STORE_CONFLICT;
+}
+
+static enum store_err es_view_event(struct store *s, const struct store_view *view,
+				    const struct store_key *key, enum store_event type,
+				    const char *data, size_t len, uint64_t rv)
+{
+	struct etcd_store *es = es_of(s);
+	if (!key || !key->path || key->is_root || !key->component || !*key->component)
+		return STORE_EMPTY_KEY;
+	char id[VIEW_ID_LEN + 1];
+	enum store_err e = er_view_id(view, id);
+	if (e != STORE_OK)
+		return e;
+	if (type == STORE_EVENT_DELETED)
+		return drop_deleted(es, key, rv, id);
+	if ((e = check_content(key, data, len, NULL)) != STORE_OK)
+		return e;
+	e = write_object(es, key, data, len, rv, WRITE_PUT, NULL, id);
+	return e == STORE_CONFLICT ? STORE_OK : e; /* older than stored: not news */
 }
 
 static enum store_err es_get(struct store *s, const struct store_key *key, struct buf *out)
@@ -859,6 +913,7 @@ static const struct store_ops etcd_ops = {
     .replace_add = er_replace_add,
     .replace_commit = er_replace_commit,
     .replace_abort = er_replace_abort,
+    .view_event = es_view_event,
     .get_view = es_get_view,
     .set_view_rv = es_set_view_rv,
     .list_views = es_list_views,
@@ -960,13 +1015,13 @@ static long gc_batch(struct etcd_store *es, const char *component, char **objkey
 	for (int attempt = 0; attempt < ER_RETRIES; attempt++) {
 		memset(t, 0, sizeof t);
 		for (size_t i = 0; i < n; i++)
-			t[i] = (struct er_target){objkeys[i], true, {0}, {0}};
+			t[i] = (struct er_target){.objkey = objkeys[i], .want_object = true};
 		enum etcd_err e = er_read_targets(es, component, t, n, NULL, NULL);
 		struct er_plan p = {0};
 		long gone = 0;
 		for (size_t i = 0; e == ETCD_OK && i < n; i++)
 			if (!t[i].object.n) {
-				er_plan_release(es, &p, component, objkeys[i], &t[i].meta);
+				er_plan_release(es, &p, component, objkeys[i], &t[i]);
 				gone++;
 			}
 		bool ok = true;

@@ -9,7 +9,10 @@
  *   S/m<object key>        "<rv, 20 digits> <node>/<component> ..."
  *                          its resourceVersion and who holds it
  *   S/h/<node>/<component><object key>       the same holding, indexed by
- *                          holder: what a component holds is one range read
+ *                          holder: what a component holds is one range read;
+ *                          the value says why it holds it (its reasons: the
+ *                          ids of the views that delivered it, "o" for its
+ *                          own reads and writes)
  *   S/v/<node>/<component>/<resource dir>    the component's view set
  *   S/c/<node>/<component>                   the component has records
  *   S/ci<url path>                           cluster info
@@ -107,45 +110,83 @@ void er_meta_free(struct er_meta *m);
 /* An S/m record as read (key not set); 0 or -1 (ENOMEM). */
 int er_meta_parse(struct etcd_store *es, const struct etcd_kv *kv, struct er_meta *m);
 
+/* Why a component holds an object: its S/h record's value, tokens
+ * separated by spaces - the view ids (view_rec_id) of the views whose last
+ * list or whose watch delivered it, and ER_REASON_SINGLE for its own reads
+ * and writes.  A record an older version wrote has an empty value, read as
+ * ER_REASON_LEGACY: held for every view whose selectors match the stored
+ * copy (the rule of that version), until a list settles it. */
+#define ER_REASON_SINGLE "o"
+#define ER_REASON_LEGACY "*"
+
+struct er_hold {
+	char *key; /* S/h/<node>/<component><object key> */
+	bool present;
+	int64_t mod;
+	char *reasons; /* as above, "" when absent */
+};
+
+void er_hold_free(struct er_hold *h);
+bool er_reasons_has(const char *reasons, const char *token);
+/* reasons with token added or removed (malloc'ed; NULL on ENOMEM). */
+char *er_reasons_with(const char *reasons, const char *token);
+char *er_reasons_without(const char *reasons, const char *token);
+
 /* What one step reads and then writes for one object. */
 struct er_target {
 	const char *objkey;
 	bool want_object;
 	struct er_meta meta;
+	struct er_hold hold;		 /* the component's S/h record */
 	struct etcd_range_result object; /* when want_object */
 };
 
 void er_targets_free(struct er_target *t, size_t n);
-/* Read the S/m records (and objects, where wanted) of n targets, in
- * read-only Txns.  extra_key, when set, is read in the first of them into
- * *extra (for a step that also updates a view set). */
+/* Read the S/m records, the component's S/h records (and objects, where
+ * wanted) of n targets, in read-only Txns.  extra_key, when set, is read in
+ * the first of them into *extra (for a step that also updates a view set). */
 enum etcd_err er_read_targets(struct etcd_store *es, const char *component, struct er_target *t,
 			      size_t n, const char *extra_key, struct etcd_range_result *extra);
 
-/* Plan: the component holds the object, written when write is set (data,
- * rv).  Returns whether an S/h record is added. */
-bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
-		  const char *objkey, const struct er_meta *m, bool write, const char *data,
-		  size_t len, uint64_t rv);
-/* Plan: the component lets go of the object; it goes when nobody else
- * holds it, leaving a tombstone at its stored rv. */
-void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *component,
-		     const char *objkey, const struct er_meta *m);
+/* Every plan below compares the S/m record and the component's S/h record
+ * as they were read: whatever changed either meanwhile makes the Txn fail,
+ * and the step is read and planned again. */
 
-/* Release what the component holds of each object key, in guarded steps.
- * With a rule, an object is released only when the rule says it may go. */
-struct er_release_rule {
-	uint64_t max_rv;		   /* kept when stored newer than this */
-	size_t root_len;		   /* object keys: resource root, then [<ns>/]<name> */
-	const struct view_matcher *self;   /* must cover it */
-	const struct view_matcher *others; /* none may cover it */
+/* Plan: the component holds the object, for reason (added to its reasons),
+ * and the object is written when write is set (data, rv).  Returns whether
+ * a holding is added (the component's S/c record is then due). */
+bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
+		  const char *objkey, const struct er_target *t, bool write, const char *data,
+		  size_t len, uint64_t rv, const char *reason);
+/* Plan: the component lets go of the object, whatever its reasons; it goes
+ * when nobody else holds it, leaving a tombstone at its stored rv. */
+void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *component,
+		     const char *objkey, const struct er_target *t);
+/* Plan: the object leaves one reason of the component's (a view's
+ * membership); released when no reason is left. */
+void er_plan_drop_reason(struct etcd_store *es, struct er_plan *p, const char *component,
+			 const char *objkey, const struct er_target *t, const char *reason);
+
+/* What a list of view V at rv R that lacked an object does to the
+ * component's holding of it (store.h): a copy V matches, not newer than R,
+ * is stale and released; one newer than R is left alone; otherwise it
+ * leaves V's membership.  A legacy holding keeps its wildcard while another
+ * of the component's views (others) matches the copy. */
+struct er_vanish_rule {
+	uint64_t list_rv;
+	size_t root_len; /* object keys: resource root, then [<ns>/]<name> */
+	const char *view_id;
+	const struct view_matcher *self;
+	const struct view_matcher *others;
 	size_t nothers;
 };
+void er_plan_vanished(struct etcd_store *es, struct er_plan *p, const char *component,
+		      const struct er_vanish_rule *rule, const struct er_target *t);
+
+/* For each object key: release it (rule NULL) or apply the rule, in
+ * guarded steps of ER_BATCH objects. */
 enum store_err er_release(struct etcd_store *es, const char *component, char **objkeys, size_t n,
-			  const struct er_release_rule *rule);
-/* Would the rule let this object go? */
-bool er_rule_allows(const struct er_release_rule *rule, const char *objkey, const struct er_meta *m,
-		    const struct etcd_range_result *object);
+			  const struct er_vanish_rule *rule);
 
 /* Every key under prefix (and its value, unless keys_only), a page of 1000
  * at a time, in key order, each handed to fn: 0 goes on, 1 stops, -1 stops
@@ -164,6 +205,10 @@ void er_keys_free(struct er_keys *k);
 int er_keys_add(struct er_keys *k, const char *s, size_t len);
 enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const char *objprefix,
 			   struct er_keys *out);
+
+/* The id of a view (view_rec_id), as holdings name it.  STORE_OK, or the
+ * view's error (a bad selector or name). */
+enum store_err er_view_id(const struct store_view *view, char id[VIEW_ID_LEN + 1]);
 
 /* The replace session (etcd_replace.c). */
 enum store_err er_replace_begin(struct store *s, const struct store_view *view,

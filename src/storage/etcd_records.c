@@ -12,6 +12,7 @@
 
 #include "kube/meta.h"
 #include "storage/etcd_internal.h"
+#include "storage/key.h"
 #include "util/buf.h"
 #include "util/log.h"
 
@@ -69,6 +70,19 @@ char *er_views_key(struct etcd_store *es, const char *component, const char *res
 char *er_registry_key(struct etcd_store *es, const char *component)
 {
 	return str_printf("%s/c/%s/%s", es->side, es->node, component);
+}
+
+enum store_err er_view_id(const struct store_view *view, char id[VIEW_ID_LEN + 1])
+{
+	struct view_rec rec;
+	char *resdir = NULL;
+	enum store_err e = view_identity(view, KEY_LAYOUT_ENHANCED, &rec, &resdir);
+	if (e != STORE_OK)
+		return e;
+	view_rec_id(resdir, &rec, id);
+	view_rec_free(&rec);
+	free(resdir);
+	return STORE_OK;
 }
 
 /* ---- plans ---- */
@@ -271,8 +285,86 @@ void er_targets_free(struct er_target *t, size_t n)
 {
 	for (size_t i = 0; t && i < n; i++) {
 		er_meta_free(&t[i].meta);
+		er_hold_free(&t[i].hold);
 		etcd_range_result_free(&t[i].object);
 	}
+}
+
+/* ---- S/h records: the reasons of a holding ---- */
+
+void er_hold_free(struct er_hold *h)
+{
+	free(h->key);
+	free(h->reasons);
+	memset(h, 0, sizeof *h);
+}
+
+static bool token_eq(const char *t, size_t n, const char *token)
+{
+	return strlen(token) == n && !memcmp(t, token, n);
+}
+
+bool er_reasons_has(const char *reasons, const char *token)
+{
+	for (const char *t = reasons ? reasons : ""; *t;) {
+		while (*t == ' ')
+			t++;
+		size_t n = strcspn(t, " ");
+		if (n && token_eq(t, n, token))
+			return true;
+		t += n;
+	}
+	return false;
+}
+
+/* The tokens of reasons but token, then token when add is set. */
+static char *reasons_edit(const char *reasons, const char *token, bool add)
+{
+	struct buf b = BUF_INIT;
+	int rc = 0;
+	for (const char *t = reasons ? reasons : ""; rc == 0 && *t;) {
+		while (*t == ' ')
+			t++;
+		size_t n = strcspn(t, " ");
+		if (n && !token_eq(t, n, token))
+			rc = buf_printf(&b, "%s%.*s", b.len ? " " : "", (int)n, t);
+		t += n;
+	}
+	if (rc == 0 && add)
+		rc = buf_printf(&b, "%s%s", b.len ? " " : "", token);
+	if (rc < 0) {
+		buf_free(&b);
+		return NULL;
+	}
+	return buf_steal(&b);
+}
+
+char *er_reasons_with(const char *reasons, const char *token)
+{
+	return reasons_edit(reasons, token, true);
+}
+
+char *er_reasons_without(const char *reasons, const char *token)
+{
+	return reasons_edit(reasons, token, false);
+}
+
+static void hold_reset(struct er_hold *h)
+{
+	free(h->reasons);
+	h->reasons = NULL;
+	h->present = false;
+	h->mod = 0;
+}
+
+/* An S/h record as read (key set): an empty value is an older version's. */
+static int hold_take(struct er_hold *h, const struct etcd_kv *kv)
+{
+	hold_reset(h);
+	h->present = true;
+	h->mod = kv->mod_revision;
+	h->reasons = kv->value_len ? strndup(kv->value, kv->value_len) : strdup(ER_REASON_LEGACY);
+	return h->reasons ? 0 : -1;
 }
 
 static void meta_reset(struct er_meta *m)
@@ -286,8 +378,18 @@ static void meta_reset(struct er_meta *m)
 	m->rv = 0;
 }
 
+/* The S/m and S/h keys of a target, made once. */
+static int target_keys(struct etcd_store *es, const char *component, struct er_target *t)
+{
+	if (!t->meta.key)
+		t->meta.key = er_meta_key(es, t->objkey);
+	if (!t->hold.key)
+		t->hold.key = er_index_key(es, component, t->objkey);
+	return t->meta.key && t->hold.key ? 0 : -1;
+}
+
 /* One read-only Txn over targets [from, to); ranges in order: (extra,)
- * then per target its S/m record (and object). */
+ * then per target its S/m record, its S/h record (and object). */
 static enum etcd_err read_chunk(struct etcd_store *es, const char *component, struct er_target *t,
 				size_t from, size_t to, const char *extra_key,
 				struct etcd_range_result *extra)
@@ -300,9 +402,7 @@ static enum etcd_err read_chunk(struct etcd_store *es, const char *component, st
 					       NULL,	      0};
 	}
 	for (size_t i = from; i < to; i++) {
-		if (!t[i].meta.key)
-			t[i].meta.key = er_meta_key(es, t[i].objkey);
-		if (!t[i].meta.key) {
+		if (target_keys(es, component, &t[i]) < 0) {
 			p.oom = true;
 			break;
 		}
@@ -310,6 +410,9 @@ static enum etcd_err read_chunk(struct etcd_store *es, const char *component, st
 		if (op)
 			*op = (struct etcd_op){
 			    ETCD_OP_RANGE, t[i].meta.key, strlen(t[i].meta.key), NULL, 0, NULL, 0};
+		if ((op = plan_op(&p)))
+			*op = (struct etcd_op){
+			    ETCD_OP_RANGE, t[i].hold.key, strlen(t[i].hold.key), NULL, 0, NULL, 0};
 		if (t[i].want_object && (op = plan_op(&p)))
 			*op = (struct etcd_op){
 			    ETCD_OP_RANGE, t[i].objkey, strlen(t[i].objkey), NULL, 0, NULL, 0};
@@ -337,8 +440,12 @@ static enum etcd_err read_chunk(struct etcd_store *es, const char *component, st
 	}
 	for (size_t i = from; i < to && e == ETCD_OK; i++) {
 		struct etcd_range_result *mr = &r.ranges[k++];
+		struct etcd_range_result *hr = &r.ranges[k++];
 		meta_reset(&t[i].meta);
+		hold_reset(&t[i].hold);
 		if (mr->n && meta_take(es, component, &t[i].meta, &mr->kvs[0]) < 0)
+			e = ETCD_NOMEM;
+		if (hr->n && hold_take(&t[i].hold, &hr->kvs[0]) < 0)
 			e = ETCD_NOMEM;
 		if (t[i].want_object) {
 			etcd_range_result_free(&t[i].object);
@@ -355,48 +462,73 @@ static int cmp_kv_key(const void *key, const void *kv)
 	return strcmp(key, ((const struct etcd_kv *)kv)->key);
 }
 
-/* The S/m records of targets that lie close together in key order (a list
- * comes sorted) with one range over their span: 1 if done, 0 if the span
- * holds too much else and the records must be read one by one. */
+/* One range from the smallest to the largest of the targets' S/m keys (or
+ * S/h keys), at most 2n + 8 records; *fits false (and nothing in out) when
+ * the span holds too much else. */
+static enum etcd_err span_range(struct etcd_store *es, const struct er_target *t, size_t n,
+				bool holds, struct etcd_range_result *out, bool *fits)
+{
+	const char *lo = NULL, *hi = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *k = holds ? t[i].hold.key : t[i].meta.key;
+		if (!lo || strcmp(k, lo) < 0)
+			lo = k;
+		if (!hi || strcmp(k, hi) > 0)
+			hi = k;
+	}
+	struct buf end = BUF_INIT;
+	if (buf_append_str(&end, hi) < 0 || buf_append_char(&end, '\0') < 0) {
+		buf_free(&end);
+		return ETCD_NOMEM;
+	}
+	struct etcd_range_opts o = {end.data, end.len, (int64_t)(2 * n + 8), 0, false, false};
+	enum etcd_err e = etcd_range(es->c, lo, strlen(lo), &o, out);
+	atomic_fetch_add(&es->read_txns, 1);
+	buf_free(&end);
+	*fits = e == ETCD_OK && !out->more;
+	if (e == ETCD_OK && out->more)
+		etcd_range_result_free(out);
+	return e;
+}
+
+static const struct etcd_kv *find_kv(const struct etcd_range_result *r, const char *key)
+{
+	return r->n ? bsearch(key, r->kvs, r->n, sizeof *r->kvs, cmp_kv_key) : NULL;
+}
+
+/* The S/m and S/h records of targets that lie close together in key order
+ * (a list comes sorted) with one range over each span: 1 if done, 0 if a
+ * span holds too much else and the records must be read one by one.  (Two
+ * ranges, two moments: the write's compares catch a change in between.) */
 static int read_span(struct etcd_store *es, const char *component, struct er_target *t, size_t n,
 		     enum etcd_err *err)
 {
-	size_t lo = 0, hi = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (!t[i].meta.key && !(t[i].meta.key = er_meta_key(es, t[i].objkey))) {
+	for (size_t i = 0; i < n; i++)
+		if (target_keys(es, component, &t[i]) < 0) {
 			*err = ETCD_NOMEM;
 			return 1;
 		}
-		if (strcmp(t[i].meta.key, t[lo].meta.key) < 0)
-			lo = i;
-		if (strcmp(t[i].meta.key, t[hi].meta.key) > 0)
-			hi = i;
-	}
-	struct buf end = BUF_INIT;
-	if (buf_append_str(&end, t[hi].meta.key) < 0 || buf_append_char(&end, '\0') < 0) {
-		buf_free(&end);
-		*err = ETCD_NOMEM;
-		return 1;
-	}
-	struct etcd_range_opts o = {end.data, end.len, (int64_t)(2 * n + 8), 0, false, false};
-	struct etcd_range_result r;
-	*err = etcd_range(es->c, t[lo].meta.key, strlen(t[lo].meta.key), &o, &r);
-	atomic_fetch_add(&es->read_txns, 1);
-	buf_free(&end);
-	if (*err != ETCD_OK)
-		return 1;
-	if (r.more) {
-		etcd_range_result_free(&r);
-		return 0;
+	struct etcd_range_result mr = {0}, hr = {0};
+	bool fits = false;
+	*err = span_range(es, t, n, false, &mr, &fits);
+	if (*err != ETCD_OK || !fits)
+		return *err != ETCD_OK;
+	*err = span_range(es, t, n, true, &hr, &fits);
+	if (*err != ETCD_OK || !fits) {
+		etcd_range_result_free(&mr);
+		return *err != ETCD_OK;
 	}
 	for (size_t i = 0; i < n && *err == ETCD_OK; i++) {
 		meta_reset(&t[i].meta);
-		const struct etcd_kv *kv =
-		    r.n ? bsearch(t[i].meta.key, r.kvs, r.n, sizeof *r.kvs, cmp_kv_key) : NULL;
+		hold_reset(&t[i].hold);
+		const struct etcd_kv *kv = find_kv(&mr, t[i].meta.key);
 		if (kv && meta_take(es, component, &t[i].meta, kv) < 0)
 			*err = ETCD_NOMEM;
+		if ((kv = find_kv(&hr, t[i].hold.key)) && hold_take(&t[i].hold, kv) < 0)
+			*err = ETCD_NOMEM;
 	}
-	etcd_range_result_free(&r);
+	etcd_range_result_free(&mr);
+	etcd_range_result_free(&hr);
 	return 1;
 }
 
@@ -415,8 +547,8 @@ enum etcd_err er_read_targets(struct etcd_store *es, const char *component, stru
 	bool first = true;
 	do {
 		size_t ops = first && extra_key ? 1 : 0, to = from;
-		while (to < n && ops + (t[to].want_object ? 2 : 1) <= ER_READS_MAX)
-			ops += t[to++].want_object ? 2 : 1;
+		while (to < n && ops + (t[to].want_object ? 3 : 2) <= ER_READS_MAX)
+			ops += t[to++].want_object ? 3 : 2;
 		enum etcd_err e =
 		    read_chunk(es, component, t, from, to, first ? extra_key : NULL, extra);
 		if (e != ETCD_OK)
@@ -429,31 +561,58 @@ enum etcd_err er_read_targets(struct etcd_store *es, const char *component, stru
 
 /* ---- plans for one object ---- */
 
-bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
-		  const char *objkey, const struct er_meta *m, bool write, const char *data,
-		  size_t len, uint64_t rv)
+/* The compares every plan of one object carries. */
+static void plan_guard(struct er_plan *p, const struct er_target *t)
 {
-	if (!write && (m->ours || er_meta_is_tombstone(m)))
-		return false; /* nothing to change, or a copy older than its deletion */
-	er_plan_same(p, m->key, m->present ? m->mod : 0);
+	er_plan_same(p, t->meta.key, t->meta.present ? t->meta.mod : 0);
+	er_plan_same(p, t->hold.key, t->hold.present ? t->hold.mod : 0);
+}
+
+bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
+		  const char *objkey, const struct er_target *t, bool write, const char *data,
+		  size_t len, uint64_t rv, const char *reason)
+{
+	const struct er_meta *m = &t->meta;
+	const struct er_hold *h = &t->hold;
+	if (!write && er_meta_is_tombstone(m))
+		return false; /* a copy older than its deletion */
+	char *reasons = er_reasons_with(h->present ? h->reasons : "", reason);
+	if (!reasons) {
+		p->oom = true;
+		return false;
+	}
+	bool new_reasons = !h->present || strcmp(reasons, h->reasons);
+	if (!write && m->ours && !new_reasons) {
+		free(reasons);
+		return false; /* nothing to change */
+	}
+	plan_guard(p, t);
 	if (write)
 		er_plan_put(p, objkey, data, len);
-	const char *value = er_plan_keep(p, meta_value(es, component, m, write ? rv : m->rv, true));
-	er_plan_put(p, m->key, value, strlen(value));
-	if (m->ours)
-		return false;
-	er_plan_put(p, er_plan_keep(p, er_index_key(es, component, objkey)), "", 0);
-	return true;
+	if (write || !m->ours) {
+		const char *value =
+		    er_plan_keep(p, meta_value(es, component, m, write ? rv : m->rv, true));
+		er_plan_put(p, m->key, value, strlen(value));
+	}
+	if (new_reasons) {
+		const char *kept = er_plan_keep(p, reasons);
+		er_plan_put(p, h->key, kept, strlen(kept));
+	} else {
+		free(reasons);
+	}
+	return !m->ours;
 }
 
 void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *component,
-		     const char *objkey, const struct er_meta *m)
+		     const char *objkey, const struct er_target *t)
 {
-	er_plan_same(p, m->key, m->present ? m->mod : 0);
+	const struct er_meta *m = &t->meta;
+	plan_guard(p, t);
 	if (m->ours) {
 		/* The last holder leaves a tombstone at the stored rv: no copy as
 		 * old as the one we held may bring the object back.  (Not at the
-		 * list's rv: an object that left a filtered view may live on.) */
+		 * list's or the event's rv: an object that left a filtered view
+		 * may live on, at an rv in between, in another view.) */
 		const char *value = er_plan_keep(p, meta_value(es, component, m, m->rv, false));
 		er_plan_put(p, m->key, value, strlen(value));
 		if (m->nholders <= 1)
@@ -461,43 +620,97 @@ void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *compo
 	}
 	/* an S/h record without its S/m mention (an interrupted cleanup of an
 	 * older version) goes too */
-	er_plan_delete(p, er_plan_keep(p, er_index_key(es, component, objkey)));
+	er_plan_delete(p, t->hold.key);
 }
 
-/* ---- releasing ---- */
-
-bool er_rule_allows(const struct er_release_rule *rule, const char *objkey, const struct er_meta *m,
-		    const struct etcd_range_result *object)
+/* Plan the holding with these reasons (malloc'ed, taken): released when
+ * none is left, rewritten when they changed. */
+static void plan_reasons(struct etcd_store *es, struct er_plan *p, const char *component,
+			 const char *objkey, const struct er_target *t, char *reasons)
 {
-	if (!rule)
-		return true;
-	if (!m->ours)
-		return true; /* only a stray S/h record to remove */
-	if (m->present && m->rv > rule->max_rv)
-		return false; /* written after the list was taken */
-	if (!object || !object->n)
-		return true; /* the object is gone: its records go */
-	const char *rest = objkey + rule->root_len;
-	char ns[256] = "";
-	const char *slash = strchr(rest, '/');
-	if (slash) {
-		size_t nl = (size_t)(slash - rest);
-		if (nl >= sizeof ns)
-			return false;
-		memcpy(ns, rest, nl);
-		ns[nl] = '\0';
+	if (!reasons) {
+		p->oom = true;
+		return;
 	}
-	const struct etcd_kv *kv = &object->kvs[0];
-	if (rule->self && view_matcher_covers(rule->self, ns, kv->value, kv->value_len) != 1)
+	if (!*reasons || !t->hold.present) {
+		free(reasons);
+		er_plan_release(es, p, component, objkey, t);
+		return;
+	}
+	if (!strcmp(reasons, t->hold.reasons)) {
+		free(reasons);
+		return;
+	}
+	plan_guard(p, t);
+	const char *kept = er_plan_keep(p, reasons);
+	er_plan_put(p, t->hold.key, kept, strlen(kept));
+}
+
+void er_plan_drop_reason(struct etcd_store *es, struct er_plan *p, const char *component,
+			 const char *objkey, const struct er_target *t, const char *reason)
+{
+	if (!t->meta.ours && !t->hold.present)
+		return; /* not held */
+	plan_reasons(es, p, component, objkey, t, er_reasons_without(t->hold.reasons, reason));
+}
+
+/* ---- a list that lacked an object ---- */
+
+/* The namespace of an object key under a resource root ("" when none);
+ * false when it does not fit. */
+static bool objkey_namespace(const char *objkey, size_t root_len, char *ns, size_t size)
+{
+	const char *rest = objkey + root_len;
+	const char *slash = strchr(rest, '/');
+	ns[0] = '\0';
+	if (!slash)
+		return true;
+	size_t nl = (size_t)(slash - rest);
+	if (nl >= size)
 		return false;
-	for (size_t i = 0; i < rule->nothers; i++)
-		if (view_matcher_covers(&rule->others[i], ns, kv->value, kv->value_len) != 0)
-			return false; /* another view still has it (or cannot tell) */
+	memcpy(ns, rest, nl);
+	ns[nl] = '\0';
 	return true;
 }
 
+void er_plan_vanished(struct etcd_store *es, struct er_plan *p, const char *component,
+		      const struct er_vanish_rule *rule, const struct er_target *t)
+{
+	const struct er_meta *m = &t->meta;
+	if (!m->ours && !t->hold.present)
+		return; /* not held */
+	if (!m->ours || !t->object.n) {
+		/* a stray S/h record, or the object is gone: the records go */
+		er_plan_release(es, p, component, t->objkey, t);
+		return;
+	}
+	if (m->present && m->rv > rule->list_rv)
+		return; /* written after the list was taken: not the list's to judge */
+	char ns[KEY_NAME_MAX + 1];
+	if (!objkey_namespace(t->objkey, rule->root_len, ns, sizeof ns))
+		return;
+	const struct etcd_kv *kv = &t->object.kvs[0];
+	if (view_matcher_covers(rule->self, ns, kv->value, kv->value_len) == 1) {
+		er_plan_release(es, p, component, t->objkey, t); /* stale */
+		return;
+	}
+	char *reasons = er_reasons_without(t->hold.reasons, rule->view_id);
+	if (reasons && er_reasons_has(reasons, ER_REASON_LEGACY)) {
+		bool covered = false;
+		for (size_t i = 0; i < rule->nothers && !covered; i++)
+			covered = view_matcher_covers(&rule->others[i], ns, kv->value,
+						      kv->value_len) != 0;
+		if (!covered) {
+			char *settled = er_reasons_without(reasons, ER_REASON_LEGACY);
+			free(reasons);
+			reasons = settled;
+		}
+	}
+	plan_reasons(es, p, component, t->objkey, t, reasons);
+}
+
 static enum store_err release_batch(struct etcd_store *es, const char *component, char **objkeys,
-				    size_t n, const struct er_release_rule *rule)
+				    size_t n, const struct er_vanish_rule *rule)
 {
 	struct er_target *t = calloc(n, sizeof *t);
 	if (!t)
@@ -510,9 +723,12 @@ static enum store_err release_batch(struct etcd_store *es, const char *component
 		}
 		enum etcd_err e = er_read_targets(es, component, t, n, NULL, NULL);
 		struct er_plan p = {0};
-		for (size_t i = 0; e == ETCD_OK && i < n; i++)
-			if (er_rule_allows(rule, objkeys[i], &t[i].meta, &t[i].object))
-				er_plan_release(es, &p, component, objkeys[i], &t[i].meta);
+		for (size_t i = 0; e == ETCD_OK && i < n; i++) {
+			if (rule)
+				er_plan_vanished(es, &p, component, rule, &t[i]);
+			else if (t[i].meta.ours || t[i].hold.present)
+				er_plan_release(es, &p, component, objkeys[i], &t[i]);
+		}
 		bool ok = true;
 		if (e == ETCD_OK && p.nops)
 			e = er_plan_run(es, &p, &ok);
@@ -529,7 +745,7 @@ static enum store_err release_batch(struct etcd_store *es, const char *component
 }
 
 enum store_err er_release(struct etcd_store *es, const char *component, char **objkeys, size_t n,
-			  const struct er_release_rule *rule)
+			  const struct er_vanish_rule *rule)
 {
 	for (size_t off = 0; off < n; off += ER_BATCH) {
 		size_t cnt = n - off < ER_BATCH ? n - off : ER_BATCH;

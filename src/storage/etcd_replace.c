@@ -10,9 +10,10 @@
  * nothing), and the component's holding is recorded beside it.
  *
  * At commit, the objects the component holds in the view's collection but
- * that the list did not have are released, each only when its stored
- * resourceVersion is not newer than the list's, the view covers it and no
- * other view of the component does.  The view set is written last.  When
+ * that the list did not have are judged by the rule of store.h
+ * (er_plan_vanished): a copy the view matches and not newer than the list is
+ * stale and released; otherwise the object leaves the view's membership and
+ * is released when no other reason holds it.  The view set is written last.  When
  * the pending objects, the releases and the view set fit in one Txn (small
  * lists, the common case), all of it is that one Txn.
  *
@@ -66,6 +67,7 @@ struct er_replace {
 	struct store_gvr gvr;
 	char *group, *version, *resource;
 	struct view_rec rec;
+	char id[VIEW_ID_LEN + 1]; /* the view's name in holdings */
 	char *views_key;
 	char *root;	     /* the view's collection: resource root [+ "<ns>/"] */
 	size_t res_root_len; /* the resource root's length */
@@ -131,7 +133,7 @@ struct step {
 	size_t nwrites;
 	char **releases;
 	size_t nreleases;
-	const struct er_release_rule *rule;
+	const struct er_vanish_rule *rule;
 	const struct view_update *view; /* NULL: not in this step */
 };
 
@@ -177,12 +179,11 @@ static enum etcd_err step_try(struct er_replace *r, const struct step *st, struc
 		const struct pending *w = &st->writes[i];
 		const struct er_meta *m = &t[i].meta;
 		bool write = !m->present || w->rv > m->rv;
-		held |=
-		    er_plan_hold(es, &p, r->component, w->objkey, m, write, w->data, w->len, w->rv);
+		held |= er_plan_hold(es, &p, r->component, w->objkey, &t[i], write, w->data, w->len,
+				     w->rv, r->id);
 	}
 	for (size_t i = st->nwrites; e == ETCD_OK && i < n; i++)
-		if (er_rule_allows(st->rule, t[i].objkey, &t[i].meta, &t[i].object))
-			er_plan_release(es, &p, r->component, t[i].objkey, &t[i].meta);
+		er_plan_vanished(es, &p, r->component, st->rule, &t[i]);
 	if (e == ETCD_OK && st->view && plan_view(r, &p, st->view, &view) < 0)
 		e = ETCD_NOMEM;
 	if (e == ETCD_OK && (held || st->view))
@@ -392,6 +393,7 @@ enum store_err er_replace_begin(struct store *s, const struct store_view *view,
 	char *resdir = NULL;
 	enum store_err e = view_identity(view, KEY_LAYOUT_ENHANCED, &r->rec, &resdir);
 	if (e == STORE_OK) {
+		view_rec_id(resdir, &r->rec, r->id);
 		r->component = strdup(view->component);
 		r->group = strdup(view->gvr.group ? view->gvr.group : "");
 		r->version = strdup(view->gvr.version ? view->gvr.version : "");
@@ -627,7 +629,8 @@ static enum store_err commit(struct er_replace *r, uint64_t list_rv)
 		se = matchers_load(r, &m);
 	if (se == STORE_OK)
 		se = vanished(r, &gone);
-	struct er_release_rule rule = {list_rv, r->res_root_len, &m.self, m.others, m.nothers};
+	struct er_vanish_rule rule = {list_rv, r->res_root_len, r->id,
+				      &m.self, m.others,	m.nothers};
 	struct view_update vu = {&r->rec, list_rv};
 	enum etcd_err e = ETCD_OK;
 	bool done = false;

@@ -3,13 +3,17 @@
  * `yurthub cache --etcd-servers=... verify` and the tests: every S/h record
  * is named by its object's S/m record and the object is there; every holder
  * an S/m record names has its S/h record; a tombstone has no object beside
- * it; every object under the prefix has a holder.  Reads the records of all
- * nodes (keys, and the values of the small S/m records only).
+ * it; every object under the prefix has a holder; and every holding is
+ * explained by a reason: one of the holder's views (its membership), or the
+ * holder's own reads and writes.  Reads the records of all nodes (keys, the
+ * values of the small S/m, S/h and S/v records, and objects only for the
+ * holdings an older version wrote without reasons).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "storage/etcd_internal.h"
+#include "storage/key.h"
 #include "util/strmap.h"
 
 struct keyset {
@@ -119,35 +123,197 @@ static void check_metas(struct verify *v, struct keyset *holds, struct keyset *m
 	buf_free(&hk);
 }
 
+/* ---- memberships: does a reason explain each holding? ---- */
+
+/* One view of a holder, as its S/v record says. */
+struct known_view {
+	char *holder;	  /* "<node>/<component>" */
+	char *collection; /* the object keys of its resource: "<prefix>/<path>/" */
+	struct view_rec rec;
+	char id[VIEW_ID_LEN + 1];
+};
+
+struct known_views {
+	struct known_view *v;
+	size_t n, cap;
+	struct etcd_store *es;
+	size_t strip; /* S/v/ */
+};
+
+static void known_views_free(struct known_views *k)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		free(k->v[i].holder);
+		free(k->v[i].collection);
+		view_rec_free(&k->v[i].rec);
+	}
+	free(k->v);
+}
+
+static int known_view_add(struct known_views *k, const char *holder, size_t hlen,
+			  const char *resdir, const struct view_rec *r)
+{
+	char *res, *ver, *grp;
+	if (key_parse_resource_dir(resdir, &res, &ver, &grp) < 0)
+		return 0; /* not a view record: nothing it could explain */
+	char *path = key_etcd_resource_path(grp, res);
+	free(res);
+	free(ver);
+	free(grp);
+	if (k->n == k->cap) {
+		size_t cap = k->cap ? k->cap * 2 : 16;
+		struct known_view *v = realloc(k->v, cap * sizeof *v);
+		if (!v) {
+			free(path);
+			return -1;
+		}
+		k->v = v;
+		k->cap = cap;
+	}
+	struct known_view *kv = &k->v[k->n];
+	memset(kv, 0, sizeof *kv);
+	kv->holder = strndup(holder, hlen);
+	kv->collection = path ? str_printf("%s/%s/", k->es->prefix, path) : NULL;
+	free(path);
+	int rc = view_rec_copy(&kv->rec, r);
+	view_rec_id(resdir, r, kv->id);
+	if (!kv->holder || !kv->collection || rc < 0) {
+		free(kv->holder);
+		free(kv->collection);
+		view_rec_free(&kv->rec);
+		return -1;
+	}
+	k->n++;
+	return 0;
+}
+
+/* S/v/<node>/<component>/<resdir> -> each view of the set */
+static int known_views_scan(void *ctx, const struct etcd_kv *kv)
+{
+	struct known_views *k = ctx;
+	const char *rest = kv->key + k->strip;
+	const char *slash = strchr(rest, '/');
+	const char *resdir = slash ? strchr(slash + 1, '/') : NULL;
+	if (!resdir)
+		return 0;
+	struct view_set set;
+	if (view_set_decode(kv->value, kv->value_len, &set) < 0)
+		return 0; /* unreadable: explains nothing */
+	int rc = 0;
+	for (size_t i = 0; i < set.n && rc == 0; i++)
+		rc = known_view_add(k, rest, (size_t)(resdir - rest), resdir + 1, &set.v[i]);
+	view_set_free(&set);
+	return rc;
+}
+
+static bool in_collection(const struct known_view *kv, const char *holder, size_t hlen,
+			  const char *objkey)
+{
+	return strlen(kv->holder) == hlen && !memcmp(kv->holder, holder, hlen) &&
+	       !strncmp(objkey, kv->collection, strlen(kv->collection));
+}
+
+/* A holding an older version wrote (no reasons): explained when a view of
+ * the holder matches the stored object, the rule of that version. */
+static bool legacy_explained(const struct known_views *k, const char *holder, size_t hlen,
+			     const char *objkey)
+{
+	struct etcd_range_result r;
+	if (etcd_range(k->es->c, objkey, strlen(objkey), NULL, &r) != ETCD_OK)
+		return true; /* cannot tell: not reported as a problem of the records */
+	bool yes = false;
+	for (size_t i = 0; i < k->n && !yes && r.n; i++) {
+		const struct known_view *kv = &k->v[i];
+		if (!in_collection(kv, holder, hlen, objkey))
+			continue;
+		const char *rest = objkey + strlen(kv->collection);
+		const char *slash = strchr(rest, '/');
+		char *ns = slash ? strndup(rest, (size_t)(slash - rest)) : strdup("");
+		struct view_matcher m;
+		if (ns && view_matcher_init(&m, &kv->rec) == 0) {
+			yes = view_matcher_covers(&m, ns, r.kvs[0].value, r.kvs[0].value_len) != 0;
+			view_matcher_free(&m);
+		}
+		free(ns);
+	}
+	etcd_range_result_free(&r);
+	return yes;
+}
+
+static bool reason_explains(const struct known_views *k, const char *holder, size_t hlen,
+			    const char *objkey, const char *token, size_t tlen)
+{
+	if (tlen == 1 && *token == *ER_REASON_SINGLE)
+		return true;
+	if (tlen == 1 && *token == *ER_REASON_LEGACY)
+		return legacy_explained(k, holder, hlen, objkey);
+	for (size_t i = 0; i < k->n; i++)
+		if (tlen == VIEW_ID_LEN && !memcmp(k->v[i].id, token, tlen) &&
+		    in_collection(&k->v[i], holder, hlen, objkey))
+			return true;
+	return false;
+}
+
+static void check_reasons(struct verify *v, struct keyset *holds, const struct known_views *k)
+{
+	struct strmap_entry *e;
+	for (size_t i = 0; (e = strmap_next(&holds->map, &i));) {
+		const char *slash = strchr(e->key, '/');
+		const char *obj = slash ? strchr(slash + 1, '/') : NULL;
+		if (!obj)
+			continue; /* reported as malformed already */
+		size_t hlen = (size_t)(obj - e->key);
+		const char *reasons = *(const char *)e->value ? e->value : ER_REASON_LEGACY;
+		bool explained = false;
+		for (const char *t = reasons; *t && !explained;) {
+			while (*t == ' ')
+				t++;
+			size_t n = strcspn(t, " ");
+			explained = n && reason_explains(k, e->key, hlen, obj, t, n);
+			t += n;
+		}
+		if (!explained)
+			problem(v, "holding that no view's membership (nor a read) explains",
+				e->key);
+	}
+}
+
 long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 {
 	struct etcd_store *es = es_of(s);
-	struct buf mp = BUF_INIT, hp = BUF_INIT, op = BUF_INIT;
+	struct buf mp = BUF_INIT, hp = BUF_INIT, op = BUF_INIT, vp = BUF_INIT;
 	if (buf_printf(&mp, "%s/m/", es->side) < 0 || buf_printf(&hp, "%s/h/", es->side) < 0 ||
-	    buf_printf(&op, "%s/", es->prefix) < 0) {
+	    buf_printf(&op, "%s/", es->prefix) < 0 || buf_printf(&vp, "%s/v/", es->side) < 0) {
 		buf_free(&mp);
 		buf_free(&hp);
 		buf_free(&op);
+		buf_free(&vp);
 		return -1;
 	}
 	struct keyset metas = {STRMAP_INIT, mp.len - 1, true};
-	struct keyset holds = {STRMAP_INIT, hp.len, false};
+	struct keyset holds = {STRMAP_INIT, hp.len, true};
 	struct keyset objs = {STRMAP_INIT, 0, false};
+	struct known_views views = {NULL, 0, 0, es, vp.len};
 	struct verify v = {fn, ctx, 0};
 	enum etcd_err e = er_range_each(es->c, mp.data, mp.len, false, keyset_add, &metas);
 	if (e == ETCD_OK)
-		e = er_range_each(es->c, hp.data, hp.len, true, keyset_add, &holds);
+		e = er_range_each(es->c, hp.data, hp.len, false, keyset_add, &holds);
 	if (e == ETCD_OK)
 		e = er_range_each(es->c, op.data, op.len, true, keyset_add, &objs);
+	if (e == ETCD_OK)
+		e = er_range_each(es->c, vp.data, vp.len, false, known_views_scan, &views);
 	if (e == ETCD_OK) {
 		check_holdings(&v, &holds, &metas, &objs);
 		check_metas(&v, &holds, &metas, &objs);
+		check_reasons(&v, &holds, &views);
 	}
+	known_views_free(&views);
 	keyset_free(&metas);
 	keyset_free(&holds);
 	keyset_free(&objs);
 	buf_free(&mp);
 	buf_free(&hp);
 	buf_free(&op);
+	buf_free(&vp);
 	return e == ETCD_OK ? v.problems : -1;
 }

@@ -154,6 +154,13 @@ enum store_err store_replace_view(struct store *s, const struct store_view *view
 	return store_replace_commit(r, list_rv);
 }
 
+enum store_err store_view_event(struct store *s, const struct store_view *view,
+				const struct store_key *key, enum store_event type,
+				const char *data, size_t len, uint64_t rv)
+{
+	return s->ops->view_event(s, view, key, type, data, len, rv);
+}
+
 enum store_err store_get_view(struct store *s, const struct store_view *view,
 			      struct store_view_state *out)
 {

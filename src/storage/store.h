@@ -12,13 +12,34 @@
  *  - update() never lets an older resourceVersion replace a newer one; equal
  *    is accepted.  On conflict it returns STORE_CONFLICT and the stored bytes.
  *  - Lists are *views*: (component, gvr, namespace or all, label selector,
- *    field selector).  A replace of a view makes the store hold the listed objects
- *    (never regressing one held at a newer rv), removes objects of that view
- *    that are gone unless another view of the same component still covers
- *    them, and records the view with the list's resourceVersion.  A view that
- *    was listed and came back empty is different from one never listed.
- *    A replace is a session (begin, add per object, commit or abort) so that
- *    a list can be stored while it streams past, never held whole in memory.
+ *    field selector).  A view that was listed and came back empty is
+ *    different from one never listed.  A replace is a session (begin, add
+ *    per object, commit or abort) so that a list can be stored while it
+ *    streams past, never held whole in memory.
+ *  - A component holds an object for reasons: the views whose last list or
+ *    whose watch delivered it (the view's membership), and its own
+ *    single-object reads and writes (create, update).  The rules that keep
+ *    cached data from outliving the cloud's deletion:
+ *      replace of view V with list L at rv R: the component holds every
+ *        object of L (never regressing one stored at a newer rv), V's
+ *        membership becomes L, and V's list is recorded at R.  An object the
+ *        component holds in V's collection that L lacks is dropped when its
+ *        stored copy matches V's selectors and its rv is not newer than R:
+ *        the list proves that copy stale, whatever other views say (if the
+ *        object lives on, changed, their own watch or list brings the new
+ *        copy).  Otherwise it only leaves V's membership, and stays while
+ *        another reason holds it.
+ *      a watch event of V (view_event): ADDED/MODIFIED write the object in
+ *        rv order and make it a member of V; DELETED at rv E means the object
+ *        is gone for every view: the component's copy goes, unless the stored
+ *        copy is at E or newer (another view already delivered the version
+ *        that left V's selector, or a newer incarnation) - then it only
+ *        leaves V's membership.
+ *    How a backend records membership is its own: the disk store keeps one
+ *    copy per component, written only by that component's views and reads,
+ *    so the selectors evaluated on that copy are its membership; etcd shares
+ *    objects between components and nodes and records the reasons beside
+ *    each holding (docs/etcd-store.md).
  *  - Cluster info (/version, discovery documents) is kept by URL path.
  *
  * Errors are the distinct values of enum store_err.  Calls are thread-safe.
@@ -99,6 +120,12 @@ struct store_replace {
 	struct store *store;
 };
 
+/* What a view's watch says of an object. */
+enum store_event {
+	STORE_EVENT_PUT,     /* ADDED or MODIFIED */
+	STORE_EVENT_DELETED, /* DELETED */
+};
+
 /* What the store knows of a view. */
 struct store_view_state {
 	char *namespace, *label_selector, *field_selector; /* canonical, owned */
@@ -145,6 +172,13 @@ struct store_ops {
 	enum store_err (*replace_add)(struct store_replace *r, const struct store_item *item);
 	enum store_err (*replace_commit)(struct store_replace *r, uint64_t list_rv);
 	void (*replace_abort)(struct store_replace *r);
+	/* One event of view's watch for the object at key: PUT (ADDED or
+	 * MODIFIED) with the object's bytes and rv, or DELETED with the rv of
+	 * the event (data may be NULL).  See the rules above; an object older
+	 * than the stored copy (or than its deletion) is not an error. */
+	enum store_err (*view_event)(struct store *s, const struct store_view *view,
+				     const struct store_key *key, enum store_event type,
+				     const char *data, size_t len, uint64_t rv);
 	enum store_err (*get_view)(struct store *s, const struct store_view *view,
 				   struct store_view_state *out);
 	enum store_err (*set_view_rv)(struct store *s, const struct store_view *view, uint64_t rv);
@@ -210,6 +244,9 @@ enum store_err store_item_check(const struct store_item *it, const char *view_ns
 /* The whole replace in one call, for lists already in memory. */
 enum store_err store_replace_view(struct store *s, const struct store_view *view, uint64_t list_rv,
 				  const struct store_item *items, size_t n);
+enum store_err store_view_event(struct store *s, const struct store_view *view,
+				const struct store_key *key, enum store_event type,
+				const char *data, size_t len, uint64_t rv);
 enum store_err store_get_view(struct store *s, const struct store_view *view,
 			      struct store_view_state *out);
 enum store_err store_set_view_rv(struct store *s, const struct store_view *view, uint64_t rv);

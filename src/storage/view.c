@@ -2,6 +2,7 @@
 #include "storage/view.h"
 
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,19 @@ void view_rec_free(struct view_rec *r)
 	free(r->label_selector);
 	free(r->field_selector);
 	memset(r, 0, sizeof *r);
+}
+
+int view_rec_copy(struct view_rec *out, const struct view_rec *r)
+{
+	out->namespace = strdup(r->namespace);
+	out->label_selector = strdup(r->label_selector);
+	out->field_selector = strdup(r->field_selector);
+	out->rv = r->rv;
+	if (!out->namespace || !out->label_selector || !out->field_selector) {
+		view_rec_free(out);
+		return -1;
+	}
+	return 0;
 }
 
 int view_canonical(const struct store_view *view, struct view_rec *out, char **err)
@@ -121,14 +135,9 @@ int view_set_put(struct view_set *set, const struct view_rec *key, uint64_t rv)
 		set->cap = cap;
 	}
 	r = &set->v[set->n];
-	r->namespace = strdup(key->namespace);
-	r->label_selector = strdup(key->label_selector);
-	r->field_selector = strdup(key->field_selector);
-	r->rv = rv;
-	if (!r->namespace || !r->label_selector || !r->field_selector) {
-		view_rec_free(r);
+	if (view_rec_copy(r, key) < 0)
 		return -1;
-	}
+	r->rv = rv;
 	set->n++;
 	return 0;
 }
@@ -139,6 +148,23 @@ void view_set_free(struct view_set *set)
 		view_rec_free(&set->v[i]);
 	free(set->v);
 	memset(set, 0, sizeof *set);
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return (h ^ '\n') * 1099511628211ULL; /* a separator: ("ab","") != ("a","b") */
+}
+
+void view_rec_id(const char *resdir, const struct view_rec *r, char out[VIEW_ID_LEN + 1])
+{
+	uint64_t h = 1469598103934665603ULL;
+	h = fnv1a(h, resdir);
+	h = fnv1a(h, r->namespace);
+	h = fnv1a(h, r->label_selector);
+	h = fnv1a(h, r->field_selector);
+	snprintf(out, VIEW_ID_LEN + 1, "%016llx", (unsigned long long)h);
 }
 
 int view_matcher_init(struct view_matcher *m, const struct view_rec *r)

@@ -36,6 +36,8 @@ struct view_set {
  * malformed selector (*err says why, free it) or ENOMEM (*err NULL). */
 int view_canonical(const struct store_view *view, struct view_rec *out, char **err);
 void view_rec_free(struct view_rec *r);
+/* A copy of r in out; 0 or -1 (ENOMEM, out then empty). */
+int view_rec_copy(struct view_rec *out, const struct view_rec *r);
 
 int view_set_decode(const char *json, size_t len, struct view_set *out);
 int view_set_encode(const struct view_set *set, struct buf *out);
@@ -43,6 +45,12 @@ struct view_rec *view_set_find(struct view_set *set, const struct view_rec *key)
 /* Add the view, or set its rv if present.  0 or -1 (ENOMEM). */
 int view_set_put(struct view_set *set, const struct view_rec *key, uint64_t rv);
 void view_set_free(struct view_set *set);
+
+/* A short, stable name of a view of one resource directory, for records
+ * that name views (the etcd store's holdings): VIEW_ID_LEN hex digits of a
+ * 64-bit hash of (resdir, namespace, selectors), NUL-terminated in out. */
+#define VIEW_ID_LEN 16
+void view_rec_id(const char *resdir, const struct view_rec *r, char out[VIEW_ID_LEN + 1]);
 
 /* A view ready to be evaluated against objects. */
 struct view_matcher {

@@ -213,6 +213,24 @@ static void test_create_errors(void **state)
 	store_key_free(&root);
 }
 
+/* A name with a NUL, cut there, would be another object's key: refused by
+ * every write, on every backend. */
+static void test_nul_in_name_refused(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_key k = key_of(s, "kubelet", "pods", "default", "a");
+	const char *j = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+			"\"a\\u0000b\",\"namespace\":\"default\",\"resourceVersion\":\"3\"}}";
+	assert_int_equal(store_create(s, &k, j, strlen(j)), STORE_INVALID_CONTENT);
+	put(s, "kubelet", "default", "a", 1, NULL);
+	assert_int_equal(store_update(s, &k, j, strlen(j), 3, NULL), STORE_INVALID_CONTENT);
+	struct store_view v = view_of("kubelet", "", "", "");
+	assert_int_equal(store_view_event(s, &v, &k, STORE_EVENT_PUT, j, strlen(j), 3),
+			 STORE_INVALID_CONTENT);
+	assert_int_equal(stored_rv(s, "kubelet", "default", "a"), 1);
+	store_key_free(&k);
+}
+
 static void test_update_rv_rules(void **state)
 {
 	struct store *s = ((struct fixture *)*state)->s;
@@ -347,7 +365,10 @@ static void test_view_replace_keeps_newer_than_list(void **state)
 	assert_int_equal(stored_rv(s, "kubelet", "a", "gone"), 0);
 }
 
-static void test_view_replace_keeps_other_views(void **state)
+/* A relist that lacks an object whose stored copy matches the view and is
+ * not newer than the list proves that copy stale, whatever other views of
+ * the component say; what the view does not match is not its to drop. */
+static void test_view_relist_proves_stale(void **state)
 {
 	struct store *s = ((struct fixture *)*state)->s;
 	struct store_view app = view_of("kubelet", "", "app=a", "");
@@ -359,13 +380,157 @@ static void test_view_replace_keeps_other_views(void **state)
 	items_free(&it);
 	item_add(&it, "ns", "both", 10, "\"app\":\"a\",\"tier\":\"x\"");
 	item_add(&it, "ns", "only-tier", 12, "\"tier\":\"x\"");
-	assert_int_equal(store_replace_view(s, &tier, 20, it.v, it.n), STORE_OK);
+	item_add(&it, "ns", "late", 25, "\"app\":\"a\",\"tier\":\"x\"");
+	assert_int_equal(store_replace_view(s, &tier, 26, it.v, it.n), STORE_OK);
 	items_free(&it);
-	/* the app view relists and both of its objects are gone */
+	/* the app view relists at 24: none of its objects is left */
+	assert_int_equal(store_replace_view(s, &app, 24, NULL, 0), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "both"), 0);	  /* stale, tier or not */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-app"), 0);	  /* stale */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-tier"), 12); /* not the app view's */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "late"), 25);	  /* newer than the list */
+	/* the tier view still reads as listed; its next list brings back what lives */
+	item_add(&it, "ns", "both", 28, "\"tier\":\"x\"");
+	assert_int_equal(store_replace_view(s, &tier, 30, it.v, it.n), STORE_OK);
+	items_free(&it);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "both"), 28);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-tier"), 0);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "late"), 0);
+}
+
+/* An object that left the view's selector through a copy the component got
+ * another way (here a single write) is not the view's to drop. */
+static void test_view_relist_leaves_what_it_does_not_match(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view app = view_of("kubelet", "", "app=a", "");
+	struct items it = {0};
+	item_add(&it, "ns", "p", 10, "\"app\":\"a\"");
+	assert_int_equal(store_replace_view(s, &app, 20, it.v, it.n), STORE_OK);
+	items_free(&it);
+	struct store_key k = key_of(s, "kubelet", "pods", "ns", "p");
+	char *moved = obj_json("p", "ns", 22, "\"app\":\"b\"", NULL);
+	assert_int_equal(store_update(s, &k, moved, strlen(moved), 22, NULL), STORE_OK);
+	free(moved);
+	store_key_free(&k);
 	assert_int_equal(store_replace_view(s, &app, 30, NULL, 0), STORE_OK);
-	assert_int_equal(stored_rv(s, "kubelet", "ns", "both"), 10);	  /* tier still covers it */
-	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-app"), 0);	  /* nobody covers it */
-	assert_int_equal(stored_rv(s, "kubelet", "ns", "only-tier"), 12); /* never the app view's */
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "p"), 22);
+}
+
+static enum store_err event(struct store *s, const struct store_view *v, enum store_event type,
+			    const char *ns, const char *name, uint64_t rv, const char *labels,
+			    const char *node)
+{
+	struct store_key k = key_of(s, v->component, v->gvr.resource, ns, name);
+	char *j = obj_json(name, ns, rv, labels, node);
+	enum store_err e = store_view_event(s, v, &k, type, j, strlen(j), rv);
+	free(j);
+	store_key_free(&k);
+	return e;
+}
+
+/* The repro of the lost deletion: one component, two views of pods (all,
+ * and its node's); a pod deleted in the cloud must be gone for both. */
+static void test_view_deleted_gone_for_every_view(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view all = view_of("kubelet", "", "", "");
+	struct store_view mine = view_of("kubelet", "", "", "spec.nodeName=n1");
+	assert_int_equal(store_replace_view(s, &all, 10, NULL, 0), STORE_OK);
+	assert_int_equal(store_replace_view(s, &mine, 10, NULL, 0), STORE_OK);
+	assert_int_equal(event(s, &mine, STORE_EVENT_PUT, "ns", "p", 11, NULL, "n1"), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "p"), 11);
+	assert_int_equal(event(s, &mine, STORE_EVENT_DELETED, "ns", "p", 12, NULL, "n1"), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "p"), 0);
+	assert_int_equal(count_list(s, "kubelet", ""), 0);
+	/* and relists of both views that lack it keep it gone */
+	assert_int_equal(event(s, &all, STORE_EVENT_PUT, "ns", "q", 13, NULL, "n1"), STORE_OK);
+	assert_int_equal(store_replace_view(s, &all, 14, NULL, 0), STORE_OK);
+	assert_int_equal(store_replace_view(s, &mine, 14, NULL, 0), STORE_OK);
+	assert_int_equal(count_list(s, "kubelet", ""), 0);
+	struct store_view_state st;
+	assert_int_equal(store_get_view(s, &mine, &st), STORE_OK); /* listed, empty */
+	assert_int_equal(st.rv, 14);
+	store_view_state_free(&st);
+	/* a DELETED of something not held is nothing */
+	assert_int_equal(event(s, &all, STORE_EVENT_DELETED, "ns", "zz", 15, NULL, NULL), STORE_OK);
+}
+
+/* DELETED on a filtered watch is also how an object leaving the selector is
+ * told (with the old content, at the change's rv): when another view already
+ * delivered that version, or a newer one, the object stays. */
+static void test_view_deleted_keeps_newer_copy(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view all = view_of("kubelet", "", "", "");
+	struct store_view app = view_of("kubelet", "", "app=a", "");
+	struct items it = {0};
+	item_add(&it, "ns", "p", 10, "\"app\":\"a\"");
+	item_add(&it, "ns", "q", 10, "\"app\":\"a\"");
+	assert_int_equal(store_replace_view(s, &all, 10, it.v, it.n), STORE_OK);
+	assert_int_equal(store_replace_view(s, &app, 10, it.v, it.n), STORE_OK);
+	items_free(&it);
+	/* p relabelled at 15: the unfiltered watch is first */
+	assert_int_equal(event(s, &all, STORE_EVENT_PUT, "ns", "p", 15, "\"app\":\"b\"", NULL),
+			 STORE_OK);
+	assert_int_equal(event(s, &app, STORE_EVENT_DELETED, "ns", "p", 15, "\"app\":\"a\"", NULL),
+			 STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "p"), 15);
+	/* q relabelled at 16: the filtered watch is first; the copy goes, and
+	 * comes back with the unfiltered watch's event */
+	assert_int_equal(event(s, &app, STORE_EVENT_DELETED, "ns", "q", 16, "\"app\":\"a\"", NULL),
+			 STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "q"), 0);
+	assert_int_equal(event(s, &all, STORE_EVENT_PUT, "ns", "q", 16, "\"app\":\"b\"", NULL),
+			 STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "q"), 16);
+	/* the filtered view's relist drops neither: their copies left its selector */
+	assert_int_equal(store_replace_view(s, &app, 20, NULL, 0), STORE_OK);
+	assert_int_equal(count_list(s, "kubelet", ""), 2);
+	/* an event older than the stored copy is not news, and not an error */
+	assert_int_equal(event(s, &all, STORE_EVENT_PUT, "ns", "q", 12, NULL, NULL), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "q"), 16);
+	/* a real deletion, at a newer rv, removes it for every view */
+	assert_int_equal(event(s, &all, STORE_EVENT_DELETED, "ns", "q", 21, NULL, NULL), STORE_OK);
+	assert_int_equal(stored_rv(s, "kubelet", "ns", "q"), 0);
+}
+
+static uint64_t stored_node_rv(struct store *s, const char *comp, const char *name)
+{
+	struct store_key k = key_of(s, comp, "nodes", "", name);
+	struct buf b = BUF_INIT;
+	uint64_t rv = 0;
+	if (store_get(s, &k, &b) == STORE_OK)
+		assert_int_equal(kube_meta_rv(b.data, b.len, &rv), 0);
+	buf_free(&b);
+	store_key_free(&k);
+	return rv;
+}
+
+/* The same rules for a cluster-scoped resource. */
+static void test_view_rules_cluster_scoped(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view all = {"kubelet", {"", "v1", "nodes"}, "", "", ""};
+	struct store_view mine = {"kubelet", {"", "v1", "nodes"}, "", "", "metadata.name=n1"};
+	struct items it = {0};
+	item_add(&it, "", "n1", 10, NULL);
+	item_add(&it, "", "n2", 10, NULL);
+	assert_int_equal(store_replace_view(s, &all, 10, it.v, it.n), STORE_OK);
+	items_free(&it);
+	item_add(&it, "", "n1", 10, NULL);
+	assert_int_equal(store_replace_view(s, &mine, 10, it.v, it.n), STORE_OK);
+	items_free(&it);
+	assert_int_equal(event(s, &mine, STORE_EVENT_DELETED, "", "n1", 11, NULL, NULL), STORE_OK);
+	assert_int_equal(stored_node_rv(s, "kubelet", "n1"), 0);
+	assert_int_equal(stored_node_rv(s, "kubelet", "n2"), 10);
+	item_add(&it, "", "n1", 12, NULL);
+	assert_int_equal(store_replace_view(s, &all, 12, it.v, it.n), STORE_OK); /* n1 again */
+	items_free(&it);
+	assert_int_equal(stored_node_rv(s, "kubelet", "n2"), 0); /* stale */
+	assert_int_equal(stored_node_rv(s, "kubelet", "n1"), 12);
+	assert_int_equal(store_replace_view(s, &mine, 13, NULL, 0), STORE_OK);
+	assert_int_equal(stored_node_rv(s, "kubelet", "n1"), 0); /* matches mine, not newer */
 }
 
 static void test_view_namespaced_leaves_others(void **state)
@@ -793,6 +958,7 @@ int store_contract_run(struct contract_backend *b)
 	    cmocka_unit_test_setup_teardown(test_key_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_get, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_create_errors, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_nul_in_name_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_rv_rules, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_delete, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_root, setup, teardown),
@@ -801,7 +967,12 @@ int store_contract_run(struct contract_backend *b)
 	    cmocka_unit_test_setup_teardown(test_view_replace_never_regresses, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_view_replace_keeps_newer_than_list, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_view_replace_keeps_other_views, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_relist_proves_stale, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_relist_leaves_what_it_does_not_match, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_view_deleted_gone_for_every_view, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_deleted_keeps_newer_copy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_view_rules_cluster_scoped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_view_namespaced_leaves_others, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_view_bookmark_rv, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_view_selector_canonical, setup, teardown),

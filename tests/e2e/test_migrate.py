@@ -41,6 +41,7 @@ import uuid
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import HUB_BIN, Double, Hub, Suite, get, kubectl, wait_for  # noqa: E402
 
+from watch_stream import dechunk, open_watch  # noqa: E402
 NODE = "edge-node-1"
 KUBELET = "kubelet/v1.30.4 (linux/amd64) kubernetes/9bf3ed3"
 PROXY = "kube-proxy/v1.30.4 (linux/amd64) kubernetes/9bf3ed3"
@@ -556,39 +557,6 @@ def list_matches_files(t, what, status, body, expect, kind):
             set(got) == set(expect), "%s vs %s" % (sorted(got), sorted(expect)))
     diff = [k for k in expect if k in got and strip_type(got[k]) != strip_type(expect[k])]
     t.check("%s: every object as in its file" % what, not diff, str(diff))
-
-
-def open_watch(hub, path, ua):
-    sock = socket.create_connection(("127.0.0.1", hub.proxy_port))
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: %s\r\nAccept: "
-                  "application/json\r\n\r\n" % (path, ua)).encode())
-    sock.settimeout(10)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        b = sock.recv(65536)
-        if not b:
-            break
-        data += b
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return sock, head, rest
-
-
-def dechunk(data):
-    out = b""
-    while data:
-        size, sep, rest = data.partition(b"\r\n")
-        if not sep:
-            break
-        try:
-            n = int(size.split(b";")[0], 16)
-        except ValueError:
-            break
-        if n == 0 or len(rest) < n:
-            out += rest[:n] if n else b""
-            break
-        out += rest[:n]
-        data = rest[n + 2:]
-    return out
 
 
 def read_events(sock, buf, seconds):

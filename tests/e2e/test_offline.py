@@ -14,7 +14,6 @@ reaching the cloud in order, exactly once.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import (PYTHON, Double, Hub, Suite, get, kubectl, request,  # noqa: E402
                      wait_for)
+from watch_stream import open_watch, read_events  # noqa: E402
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
@@ -64,73 +64,6 @@ def summary(body):
 
 def offline(hub):
     return hub.metric("yurthub_upstream_healthy") == 0
-
-
-def open_watch(hub, path, ua):
-    sock = socket.create_connection(("127.0.0.1", hub.proxy_port))
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nUser-Agent: %s\r\nAccept: application/json"
-                  "\r\n\r\n" % (path, ua)).encode())
-    sock.settimeout(10)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        b = sock.recv(65536)
-        if not b:
-            break
-        data += b
-    head, _, rest = data.partition(b"\r\n\r\n")
-    return sock, head, rest
-
-
-def read_events(sock, rest, until, timeout):
-    """Read chunked watch events until until(events) or timeout; (events, closed)."""
-    buf = rest
-    events = []
-    deadline = time.time() + timeout
-    closed = False
-    sock.settimeout(0.2)
-    while time.time() < deadline and not until(events):
-        try:
-            b = sock.recv(65536)
-            if not b:
-                closed = True
-                break
-            buf += b
-        except socket.timeout:
-            pass
-        except OSError:
-            closed = True
-            break
-        if closed:
-            break
-        if b"\r\n0\r\n\r\n" in buf or buf.startswith(b"0\r\n\r\n"):
-            closed = True  # the response ended (the connection may stay open)
-        events = []
-        for line in dechunk(buf).split(b"\n"):
-            line = line.strip()
-            if line.startswith(b"{"):
-                try:
-                    events.append(json.loads(line))
-                except ValueError:
-                    pass
-    return events, closed
-
-
-def dechunk(data):
-    out = b""
-    while data:
-        size, sep, rest = data.partition(b"\r\n")
-        if not sep:
-            break
-        try:
-            n = int(size.split(b";")[0], 16)
-        except ValueError:
-            break
-        if n == 0 or len(rest) < n:
-            out += rest[:n] if n else b""
-            break
-        out += rest[:n]
-        data = rest[n + 2:]
-    return out
 
 
 def test_node(t, double, hub):

@@ -26,6 +26,7 @@
 #include "etcd_proc.h"
 #include "kube/meta.h"
 #include "storage/etcd.h"
+#include "storage/view.h"
 #include "testutil.h"
 
 static struct etcd_proc proc;
@@ -395,8 +396,9 @@ static void test_etcd_killed_during_writes(void **state)
 	printf("writer: %d replaces, %d failed while etcd was down\n", w.rounds, w.failures);
 	assert_true(w.rounds > w.failures); /* it wrote between the kills */
 	/* the next list converges, whatever the kills interrupted */
-	assert_int_equal(replace_pods(f->a, "kubelet", "", "", 1000000, "k/p001@999999 k/p149@999999"),
-			 STORE_OK);
+	assert_int_equal(
+	    replace_pods(f->a, "kubelet", "", "", 1000000, "k/p001@999999 k/p149@999999"),
+	    STORE_OK);
 	assert_pods_in_etcd(f->prefix, "k/p001 k/p149");
 	assert_records_ok(f->a);
 	printf("descriptors: %d before, %d after\n", fds, count_fds());
@@ -679,22 +681,121 @@ static void test_object_leaving_a_filtered_view_lives_on(void **state)
 	assert_records_ok(f->a);
 }
 
-/* endpointslices v1 and v1beta1 share one etcd collection: relisting one
- * version must not drop what the other version's view still lists */
+/* The value of a raw key ("" when absent). */
+static char *raw_get(const char *key)
+{
+	struct etcd_range_result r;
+	assert_int_equal(etcd_range(raw, key, strlen(key), NULL, &r), ETCD_OK);
+	char *v = strndup(r.n ? r.kvs[0].value : "", r.n ? r.kvs[0].value_len : 0);
+	etcd_range_result_free(&r);
+	return v;
+}
+
+static void raw_put(const char *key, const char *value)
+{
+	struct etcd_op put = {ETCD_OP_PUT, key, strlen(key), value, strlen(value), NULL, 0};
+	struct etcd_txn t = {NULL, 0, &put, NULL, 1, 0};
+	struct etcd_txn_result r;
+	assert_int_equal(etcd_txn(raw, &t, &r), ETCD_OK);
+	etcd_txn_result_free(&r);
+}
+
+/* The leak a review found with a real etcd: kubelet and coredns list
+ * app=web pods; in the cloud one is relabelled app=moved, and kube-proxy's
+ * unfiltered list rewrites the shared object.  kubelet's and coredns's
+ * relists lack it: it left their views, whatever their selectors say of
+ * today's copy, so their holdings go.  Deleted in the cloud and relisted
+ * everywhere, nothing of it is left. */
+static void test_relabelled_object_leaves_the_views_that_lost_it(void **state)
+{
+	struct fx *f = *state;
+	char mkey[400], okey[200];
+	snprintf(okey, sizeof okey, "%s/pods/a/x", f->prefix);
+	snprintf(mkey, sizeof mkey, "/yurthub%s/m%s", f->prefix, okey);
+	assert_int_equal(replace_one(f->a, "kubelet", "app=web", 10, "x", "web", 5), STORE_OK);
+	assert_int_equal(replace_one(f->a, "coredns", "app=web", 10, "x", "web", 5), STORE_OK);
+	assert_int_equal(replace_one(f->a, "kube-proxy", "", 20, "x", "moved", 15), STORE_OK);
+	assert_records_ok(f->a);
+	assert_int_equal(replace_one(f->a, "kubelet", "app=web", 21, NULL, NULL, 0), STORE_OK);
+	assert_int_equal(replace_one(f->a, "coredns", "app=web", 21, NULL, NULL, 0), STORE_OK);
+	char *m = raw_get(mkey);
+	assert_string_equal(m, "00000000000000000015 node-a/kube-proxy");
+	free(m);
+	assert_records_ok(f->a);
+	/* deleted in the cloud at 30; every component relists */
+	assert_int_equal(replace_one(f->a, "kube-proxy", "", 31, NULL, NULL, 0), STORE_OK);
+	assert_int_equal(replace_one(f->a, "kubelet", "app=web", 31, NULL, NULL, 0), STORE_OK);
+	assert_int_equal(replace_one(f->a, "coredns", "app=web", 31, NULL, NULL, 0), STORE_OK);
+	char *o = raw_get(okey);
+	assert_string_equal(o, "");
+	free(o);
+	assert_records_ok(f->a);
+}
+
+/* verify reports a holding that no membership explains, and reads an older
+ * version's holding (no reasons) by the selectors of the holder's views. */
+static void test_verify_reports_unexplained_holdings(void **state)
+{
+	struct fx *f = *state;
+	char hkey[256], vkey[256];
+	snprintf(hkey, sizeof hkey, "/yurthub%s/h/node-a/kubelet%s/pods/a/x", f->prefix, f->prefix);
+	snprintf(vkey, sizeof vkey, "/yurthub%s/v/node-a/kubelet/pods.v1.core", f->prefix);
+	assert_int_equal(replace_one(f->a, "kubelet", "app=a", 10, "x", "a", 5), STORE_OK);
+	assert_records_ok(f->a);
+	char *reasons = raw_get(hkey);
+	assert_int_equal(strlen(reasons), VIEW_ID_LEN); /* one view: app=a */
+	free(reasons);
+	raw_put(hkey, "0123456789abcdef"); /* a view the component never had */
+	struct buf report = BUF_INIT;
+	assert_int_equal(check_records(f->a, &report), 1);
+	assert_non_null(strstr(buf_cstr(&report), "no view's membership"));
+	buf_reset(&report);
+	raw_put(hkey, ""); /* an older version's record: app=a still matches */
+	assert_int_equal(check_records(f->a, &report), 0);
+	raw_put(vkey, "{\"views\":[]}"); /* ... unless the view is gone */
+	assert_int_equal(check_records(f->a, &report), 1);
+	buf_free(&report);
+	/* the next list settles it */
+	assert_int_equal(replace_one(f->a, "kubelet", "app=a", 12, "x", "a", 5), STORE_OK);
+	assert_records_ok(f->a);
+}
+
+/* endpointslices v1 and v1beta1 share one etcd collection: one object,
+ * held for the views of both versions; a filtered view of one version that
+ * loses it leaves it to the other's, an unfiltered list without it proves
+ * it gone for both */
 static void test_two_versions_share_a_collection(void **state)
 {
 	struct fx *f = *state;
 	const char *g = "discovery.k8s.io";
-	struct store_view v1 = {"kube-proxy", {g, "v1", "endpointslices"}, "", "", ""};
+	struct store_view v1 = {"kube-proxy", {g, "v1", "endpointslices"}, "", "app=a", ""};
 	struct store_view v1b = {"kube-proxy", {g, "v1beta1", "endpointslices"}, "", "", ""};
-	char *j = obj("EndpointSlice", "x", "s1", 5);
-	struct store_item it = {"x", "s1", 5, j, strlen(j)};
-	assert_int_equal(store_replace_view(f->a, &v1, 10, &it, 1), STORE_OK);
-	assert_int_equal(store_replace_view(f->a, &v1b, 10, &it, 1), STORE_OK);
-	assert_int_equal(store_replace_view(f->a, &v1b, 20, NULL, 0), STORE_OK);
+	char *ja = NULL;
+	assert_true(asprintf(&ja, "{\"kind\":\"EndpointSlice\",\"metadata\":{\"name\":\"s1\","
+				  "\"namespace\":\"x\",\"resourceVersion\":\"5\",\"labels\":"
+				  "{\"app\":\"a\"}}}") > 0);
+	struct store_item ita = {"x", "s1", 5, ja, strlen(ja)};
+	assert_int_equal(store_replace_view(f->a, &v1, 10, &ita, 1), STORE_OK);
+	assert_int_equal(store_replace_view(f->a, &v1b, 10, &ita, 1), STORE_OK);
+	/* relabelled at 15, as the v1beta1 watch tells */
+	char *j = obj("EndpointSlice", "x", "s1", 15);
+	struct store_key k = key_res(f->a, "kube-proxy", g, "endpointslices", "x", "s1");
+	assert_int_equal(store_view_event(f->a, &v1b, &k, STORE_EVENT_PUT, j, strlen(j), 15),
+			 STORE_OK);
+	assert_int_equal(store_replace_view(f->a, &v1, 20, NULL, 0), STORE_OK);
 	char *got = listed(f->a, "kube-proxy", g, "endpointslices", "");
-	assert_string_equal(got, "x/s1"); /* the v1 view still has it */
+	assert_string_equal(got, "x/s1"); /* the v1beta1 view still has it */
 	free(got);
+	assert_records_ok(f->a);
+	assert_int_equal(store_replace_view(f->a, &v1b, 20, NULL, 0), STORE_OK);
+	got = listed(f->a, "kube-proxy", g, "endpointslices", "");
+	assert_string_equal(got, ""); /* gone for both */
+	free(got);
+	store_key_free(&k);
+	free(ja);
+	free(j);
+	j = obj("EndpointSlice", "x", "s1", 5);
+	struct store_item it = {"x", "s1", 5, j, strlen(j)};
 	/* a view of another collection is no such cover */
 	struct store_view pods = {"kube-proxy", {"", "v1", "pods"}, "", "", ""};
 	assert_int_equal(store_replace_view(f->a, &pods, 10, NULL, 0), STORE_OK);
@@ -824,6 +925,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_object_leaving_a_filtered_view_lives_on, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_two_versions_share_a_collection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_relabelled_object_leaves_the_views_that_lost_it,
+					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_verify_reports_unexplained_holdings, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_object_written_by_someone_else, setup, teardown),
 	    cmocka_unit_test_setup_teardown(
 		test_gc_drops_holdings_of_objects_deleted_behind_our_back, setup, teardown),

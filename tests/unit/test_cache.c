@@ -321,10 +321,11 @@ static void test_watch_events(void **state)
 	cache_tee_end(t, true);
 	cache_manager_flush(f->cm);
 	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p3"), 22);
-	/* p1: deleted, nobody else covers it */
+	/* p1: deleted */
 	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 0);
-	/* p2: DELETED from the node view, but the app=p2 view still covers it */
-	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p2"), 12);
+	/* p2: DELETED at 23 from the node view is gone for every view, the
+	 * app=p2 view too: no copy at 23 or newer is held */
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p2"), 0);
 	struct store_view v = {"kubelet", {"", "v1", "pods"}, "", "", "spec.nodeName=n1"};
 	struct store_view_state st;
 	assert_int_equal(store_get_view(f->s, &v, &st), STORE_OK);
