@@ -3,6 +3,9 @@
  * client decodes them (src/etcd/client.c, through client_internal.h): the
  * range, txn, deleterange and status bodies, error bodies, and the watch
  * stream, which must give the same events and verdict however it is split.
+ * The keys of a range answer also go through er_key_rest, as every place
+ * of the etcd store that cuts a prefix off an answered key does: an answer
+ * may hold keys outside the range asked for, shorter than the prefix.
  *
  * Input: one byte choosing the decoder (and, for txn, error and watch, its
  * parameters: see below), then the body.
@@ -12,6 +15,7 @@
 
 #include "etcd/client_internal.h"
 #include "fuzz_common.h"
+#include "storage/etcd_internal.h"
 #include "util/buf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -29,12 +33,31 @@ static void check_range(const struct etcd_range_result *r)
 		check_kv(&r->kvs[i]);
 }
 
+/* What is left of a key after a prefix is inside the key, after that
+ * prefix, and not empty; or there is none. */
+static void check_key_rest(const struct etcd_kv *kv)
+{
+	static const char *const prefixes[] = {"/yurthub/registry/h/edge-1/kubelet", "/", ""};
+	for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++) {
+		size_t plen = strlen(prefixes[i]), n = 7;
+		const char *rest = er_key_rest(kv, prefixes[i], plen, &n);
+		if (!rest) {
+			FZ_CHECK(n == 0);
+			continue;
+		}
+		FZ_CHECK(rest == kv->key + plen && n == kv->key_len - plen && n > 0);
+		FZ_CHECK(!memcmp(kv->key, prefixes[i], plen) && rest[n] == '\0');
+	}
+}
+
 static void fuzz_range(const char *p, size_t len)
 {
 	struct etcd_range_result r;
-	if (etcd_parse_range_json(p, len, &r) == ETCD_OK)
+	if (etcd_parse_range_json(p, len, &r) == ETCD_OK) {
 		check_range(&r);
-	else
+		for (size_t i = 0; i < r.n; i++)
+			check_key_rest(&r.kvs[i]);
+	} else
 		FZ_CHECK(r.n == 0 && r.kvs == NULL);
 	etcd_range_result_free(&r);
 }

@@ -353,11 +353,12 @@ static enum etcd_err next_page(struct es_iter *it)
 	enum etcd_err e = etcd_range(it->es->c, it->from.data, it->from.len, &o, &r);
 	if (e != ETCD_OK)
 		return e;
-	size_t iplen = strlen(it->index_prefix);
-	for (size_t i = 0; i < r.n && e == ETCD_OK; i++)
-		if (r.kvs[i].key_len > iplen &&
-		    er_keys_add(&it->keys, r.kvs[i].key + iplen, r.kvs[i].key_len - iplen) < 0)
+	size_t iplen = strlen(it->index_prefix), len;
+	for (size_t i = 0; i < r.n && e == ETCD_OK; i++) {
+		const char *objkey = er_key_rest(&r.kvs[i], it->index_prefix, iplen, &len);
+		if (objkey && er_keys_add(&it->keys, objkey, len) < 0)
 			e = ETCD_NOMEM;
+	}
 	it->last_page = !r.more || !r.n;
 	if (e == ETCD_OK && r.n) {
 		buf_reset(&it->from);
@@ -769,17 +770,20 @@ static enum store_err es_delete_component(struct store *s, const char *component
 struct names_under {
 	store_name_fn fn;
 	void *ctx;
-	size_t strip; /* the prefix */
+	const char *prefix;
+	size_t plen;
 	size_t seen;
 };
 
 static int name_under(void *ctx, const struct etcd_kv *kv)
 {
 	struct names_under *n = ctx;
-	if (kv->key_len <= n->strip)
+	size_t len;
+	const char *name = er_key_rest(kv, n->prefix, n->plen, &len);
+	if (!name)
 		return 0;
 	n->seen++;
-	return n->fn(n->ctx, kv->key + n->strip) ? 1 : 0;
+	return n->fn(n->ctx, name) ? 1 : 0;
 }
 
 static enum store_err each_name_under(struct etcd_store *es, struct names_under *n, const char *fmt,
@@ -793,7 +797,8 @@ static enum store_err each_name_under(struct etcd_store *es, struct names_under 
 	va_start(ap, fmt);
 	int rc = buf_vprintf(&prefix, fmt, ap);
 	va_end(ap);
-	n->strip = prefix.len;
+	n->prefix = prefix.data;
+	n->plen = prefix.len;
 	enum etcd_err e = rc < 0
 			      ? ETCD_NOMEM
 			      : er_range_each(es->c, prefix.data, prefix.len, true, name_under, n);
@@ -804,7 +809,7 @@ static enum store_err each_name_under(struct etcd_store *es, struct names_under 
 static enum store_err es_list_components(struct store *s, store_name_fn fn, void *ctx)
 {
 	struct etcd_store *es = es_of(s);
-	struct names_under n = {fn, ctx, 0, 0};
+	struct names_under n = {fn, ctx, NULL, 0, 0};
 	return each_name_under(es, &n, "%s/c/%s/", es->side, es->node);
 }
 
@@ -840,7 +845,7 @@ enum store_err etcd_store_resources(struct store *s, const char *component, stor
 	struct etcd_store *es = es_of(s);
 	if (!component || !key_component_ok(component))
 		return STORE_BAD_KEY;
-	struct names_under n = {fn, ctx, 0, 0};
+	struct names_under n = {fn, ctx, NULL, 0, 0};
 	enum store_err se = each_name_under(es, &n, "%s/v/%s/%s/", es->side, es->node, component);
 	return se == STORE_OK && !n.seen ? STORE_NOT_FOUND : se;
 }
@@ -1099,10 +1104,12 @@ long etcd_store_gc(struct store *s, long tombstone_age_s)
 	struct etcd_range_result r = {0};
 	if (removed >= 0 && etcd_range(es->c, prefix.data, prefix.len, &o, &r) != ETCD_OK)
 		removed = -1;
-	for (size_t i = 0; removed >= 0 && i < r.n; i++)
-		if (er_keys_add(&comps, r.kvs[i].key + prefix.len, r.kvs[i].key_len - prefix.len) <
-		    0)
+	for (size_t i = 0; removed >= 0 && i < r.n; i++) {
+		size_t len;
+		const char *comp = er_key_rest(&r.kvs[i], prefix.data, prefix.len, &len);
+		if (comp && er_keys_add(&comps, comp, len) < 0)
 			removed = -1;
+	}
 	etcd_range_result_free(&r);
 	for (size_t c = 0; removed >= 0 && c < comps.n; c++) {
 		struct er_keys held = {0};

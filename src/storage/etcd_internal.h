@@ -188,6 +188,11 @@ void er_plan_vanished(struct etcd_store *es, struct er_plan *p, const char *comp
 enum store_err er_release(struct etcd_store *es, const char *component, char **objkeys, size_t n,
 			  const struct er_vanish_rule *rule);
 
+/* The rest of kv's key after prefix (plen bytes) and its length in *len:
+ * NULL when the key does not start with prefix or nothing follows it.  An
+ * answer is checked, never trusted to stay within the range asked for. */
+const char *er_key_rest(const struct etcd_kv *kv, const char *prefix, size_t plen, size_t *len);
+
 /* Every key under prefix (and its value, unless keys_only), a page of 1000
  * at a time, in key order, each handed to fn: 0 goes on, 1 stops, -1 stops
  * with ETCD_NOMEM. */

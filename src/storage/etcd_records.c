@@ -812,17 +812,27 @@ enum etcd_err er_range_each(struct etcd_client *c, const char *prefix, size_t le
 	return e;
 }
 
+const char *er_key_rest(const struct etcd_kv *kv, const char *prefix, size_t plen, size_t *len)
+{
+	*len = 0;
+	if (!kv->key || kv->key_len <= plen || memcmp(kv->key, prefix, plen))
+		return NULL;
+	*len = kv->key_len - plen;
+	return kv->key + plen;
+}
+
 struct held_keys {
 	struct er_keys *out;
-	size_t strip; /* the index prefix S/h/<node>/<comp> */
+	const char *prefix; /* the index prefix S/h/<node>/<comp> */
+	size_t plen;
 };
 
 static int held_key_add(void *ctx, const struct etcd_kv *kv)
 {
 	struct held_keys *h = ctx;
-	if (kv->key_len <= h->strip)
-		return 0;
-	return er_keys_add(h->out, kv->key + h->strip, kv->key_len - h->strip) < 0 ? -1 : 0;
+	size_t len;
+	const char *rest = er_key_rest(kv, h->prefix, h->plen, &len);
+	return rest && er_keys_add(h->out, rest, len) < 0 ? -1 : 0;
 }
 
 enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const char *objprefix,
@@ -830,7 +840,7 @@ enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const c
 {
 	char *ip = er_index_prefix(es, component);
 	char *from = ip ? str_printf("%s%s", ip, objprefix) : NULL;
-	struct held_keys h = {out, ip ? strlen(ip) : 0};
+	struct held_keys h = {out, ip, ip ? strlen(ip) : 0};
 	enum etcd_err e =
 	    from ? er_range_each(es->c, from, strlen(from), true, held_key_add, &h) : ETCD_NOMEM;
 	free(ip);

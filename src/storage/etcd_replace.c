@@ -526,10 +526,10 @@ static bool same_view(const struct view_rec *a, const struct view_rec *b)
  * same etcd collection as this replace?  Another version of the resource
  * (endpointslices v1 and v1beta1), or a group kube-apiserver stores in the
  * same place (events and events.k8s.io), does. */
-static bool same_collection(const struct er_replace *r, const char *key, size_t prefix_len)
+static bool same_collection(const struct er_replace *r, const char *resdir)
 {
 	char *res, *ver, *grp;
-	if (key_parse_resource_dir(key + prefix_len, &res, &ver, &grp) < 0)
+	if (key_parse_resource_dir(resdir, &res, &ver, &grp) < 0)
 		return false;
 	char *path = key_etcd_resource_path(grp, res);
 	char *ours = key_etcd_resource_path(r->group, r->resource);
@@ -575,13 +575,16 @@ static int matchers_add_set(struct er_replace *r, struct matchers *m, const stru
 struct matchers_scan {
 	struct er_replace *r;
 	struct matchers *m;
-	size_t strip; /* S/v/<node>/<comp>/ */
+	const char *prefix; /* S/v/<node>/<comp>/ */
+	size_t plen;
 };
 
 static int matchers_scan_set(void *ctx, const struct etcd_kv *kv)
 {
 	struct matchers_scan *sc = ctx;
-	if (!same_collection(sc->r, kv->key, sc->strip))
+	size_t len;
+	const char *resdir = er_key_rest(kv, sc->prefix, sc->plen, &len);
+	if (!resdir || !same_collection(sc->r, resdir))
 		return 0;
 	return matchers_add_set(sc->r, sc->m, kv) < 0 ? -1 : 0;
 }
@@ -596,8 +599,8 @@ static enum store_err matchers_load(struct er_replace *r, struct matchers *m)
 	char *prefix = str_printf("%s/v/%s/%s/", r->es->side, r->es->node, r->component);
 	if (!prefix)
 		return STORE_NOMEM;
-	struct matchers_scan sc = {r, m, strlen(prefix)};
-	enum etcd_err e = er_range_each(r->es->c, prefix, sc.strip, false, matchers_scan_set, &sc);
+	struct matchers_scan sc = {r, m, prefix, strlen(prefix)};
+	enum etcd_err e = er_range_each(r->es->c, prefix, sc.plen, false, matchers_scan_set, &sc);
 	free(prefix);
 	return er_fail(e);
 }
@@ -607,11 +610,14 @@ static enum store_err vanished(struct er_replace *r, struct er_keys *out)
 {
 	struct er_keys held = {0};
 	enum etcd_err e = er_held_keys(r->es, r->component, r->root, &held);
+	size_t root_len = strlen(r->root);
 	for (size_t i = 0; e == ETCD_OK && i < held.n; i++) {
 		if (strmap_get(&r->listed, held.v[i]))
 			continue;
-		/* keep only objects of this collection, not of deeper paths */
-		if (strchr(held.v[i] + strlen(r->root), '/') && *r->rec.namespace)
+		/* keep only objects of this collection (an answer is not trusted
+		 * to stay in the range asked for), not of deeper paths */
+		if (strncmp(held.v[i], r->root, root_len) ||
+		    (strchr(held.v[i] + root_len, '/') && *r->rec.namespace))
 			continue;
 		if (er_keys_add(out, held.v[i], strlen(held.v[i])) < 0)
 			e = ETCD_NOMEM;

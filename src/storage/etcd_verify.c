@@ -17,17 +17,20 @@
 #include "util/strmap.h"
 
 struct keyset {
-	struct strmap map; /* key with `strip` bytes cut -> value copy (S/m only) */
-	size_t strip;
+	struct strmap map; /* key with the prefix cut -> value copy (when values) */
+	const char *prefix;
+	size_t plen;
 	bool values;
 };
 
 static int keyset_add(void *ctx, const struct etcd_kv *kv)
 {
 	struct keyset *k = ctx;
-	if (kv->key_len < k->strip)
+	size_t len;
+	const char *rest = er_key_rest(kv, k->prefix, k->plen, &len);
+	if (!rest)
 		return 0;
-	struct strmap_entry *e = strmap_put(&k->map, kv->key + k->strip, NULL);
+	struct strmap_entry *e = strmap_put(&k->map, rest, NULL);
 	if (!e)
 		return -1;
 	if (k->values && !(e->value = strndup(kv->value ? kv->value : "", kv->value_len)))
@@ -137,7 +140,8 @@ struct known_views {
 	struct known_view *v;
 	size_t n, cap;
 	struct etcd_store *es;
-	size_t strip; /* S/v/ */
+	const char *prefix; /* S/v/ */
+	size_t plen;
 };
 
 static void known_views_free(struct known_views *k)
@@ -191,8 +195,9 @@ static int known_view_add(struct known_views *k, const char *holder, size_t hlen
 static int known_views_scan(void *ctx, const struct etcd_kv *kv)
 {
 	struct known_views *k = ctx;
-	const char *rest = kv->key + k->strip;
-	const char *slash = strchr(rest, '/');
+	size_t len;
+	const char *rest = er_key_rest(kv, k->prefix, k->plen, &len);
+	const char *slash = rest ? strchr(rest, '/') : NULL;
 	const char *resdir = slash ? strchr(slash + 1, '/') : NULL;
 	if (!resdir)
 		return 0;
@@ -290,10 +295,10 @@ long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 		buf_free(&vp);
 		return -1;
 	}
-	struct keyset metas = {STRMAP_INIT, mp.len - 1, true};
-	struct keyset holds = {STRMAP_INIT, hp.len, true};
-	struct keyset objs = {STRMAP_INIT, 0, false};
-	struct known_views views = {NULL, 0, 0, es, vp.len};
+	struct keyset metas = {STRMAP_INIT, mp.data, mp.len - 1, true};
+	struct keyset holds = {STRMAP_INIT, hp.data, hp.len, true};
+	struct keyset objs = {STRMAP_INIT, "", 0, false};
+	struct known_views views = {NULL, 0, 0, es, vp.data, vp.len};
 	struct verify v = {fn, ctx, 0};
 	enum etcd_err e = er_range_each(es->c, mp.data, mp.len, false, keyset_add, &metas);
 	if (e == ETCD_OK)
