@@ -39,9 +39,87 @@ pthread_rwlock_t *disk_res_lock(struct disk_store *d, const char *component, con
 	return &d->res_locks[h % RES_STRIPES];
 }
 
-static pthread_mutex_t *key_lock(struct disk_store *d, const char *path)
+/* ---- locks, in the order of disk_internal.h ---- */
+
+#ifdef YURTHUB_LOCK_CHECK
+/* The levels this thread holds: bit 1 global, 2 a resource stripe, 3 a key
+ * stripe. */
+static _Thread_local unsigned held_levels;
+
+static void lock_order_enter(unsigned level)
 {
-	return &d->key_locks[hash_bytes(path) % KEY_STRIPES];
+	bool ok = !(held_levels >> level) && !(held_levels & (1u << level)) &&
+		  (level == 1 || (held_levels & 2u));
+	if (!ok) {
+		log_error("disk store: lock level %u taken while holding 0x%x: lock order broken",
+			  level, held_levels);
+		abort();
+	}
+	held_levels |= 1u << level;
+}
+
+static void lock_order_leave(unsigned level)
+{
+	held_levels &= ~(1u << level);
+}
+#else
+static void lock_order_enter(unsigned level)
+{
+	(void)level;
+}
+
+static void lock_order_leave(unsigned level)
+{
+	(void)level;
+}
+#endif
+
+pthread_rwlock_t *disk_lock_resource(struct disk_store *d, const char *component,
+				     const char *resdir, enum disk_lock_mode mode)
+{
+	pthread_rwlock_t *rl = disk_res_lock(d, component, resdir);
+	lock_order_enter(1);
+	pthread_rwlock_rdlock(&d->global);
+	lock_order_enter(2);
+	if (mode == DISK_EXCLUSIVE)
+		pthread_rwlock_wrlock(rl);
+	else
+		pthread_rwlock_rdlock(rl);
+	return rl;
+}
+
+void disk_unlock_resource(struct disk_store *d, pthread_rwlock_t *stripe)
+{
+	pthread_rwlock_unlock(stripe);
+	lock_order_leave(2);
+	pthread_rwlock_unlock(&d->global);
+	lock_order_leave(1);
+}
+
+void disk_lock_all(struct disk_store *d)
+{
+	lock_order_enter(1);
+	pthread_rwlock_wrlock(&d->global);
+}
+
+void disk_unlock_all(struct disk_store *d)
+{
+	pthread_rwlock_unlock(&d->global);
+	lock_order_leave(1);
+}
+
+pthread_mutex_t *disk_lock_key(struct disk_store *d, const char *path)
+{
+	pthread_mutex_t *kl = &d->key_locks[hash_bytes(path) % KEY_STRIPES];
+	lock_order_enter(3);
+	pthread_mutex_lock(kl);
+	return kl;
+}
+
+void disk_unlock_key(pthread_mutex_t *stripe)
+{
+	pthread_mutex_unlock(stripe);
+	lock_order_leave(3);
 }
 
 void disk_seq_name(struct disk_store *d, char prefix, char *out, size_t size)
@@ -317,21 +395,47 @@ static int commit_object(struct disk_store *d, const struct store_key *key, cons
 	return op.err;
 }
 
+/* The locks of one object key, in order (disk_internal.h), and its
+ * resource directory "component/resdir". */
+struct object_locks {
+	char *resdir;
+	pthread_rwlock_t *res;
+	pthread_mutex_t *key;
+};
+
+static int lock_object(struct disk_store *d, const struct store_key *key, struct object_locks *l)
+{
+	if (!(l->resdir = key_resdir_path(key)))
+		return -ENOMEM;
+	l->res = disk_lock_resource(d, key->component, resdir_name(l->resdir), DISK_SHARED);
+	l->key = disk_lock_key(d, key->path);
+	return 0;
+}
+
+static void unlock_object(struct disk_store *d, struct object_locks *l)
+{
+	disk_unlock_key(l->key);
+	disk_unlock_resource(d, l->res);
+	free(l->resdir);
+}
+
+/* Remove an object's file durably, through the commit queue. */
+static int unlink_object(struct disk_store *d, const char *path)
+{
+	struct commit_op op = {.kind = COMMIT_UNLINK, .fd = -1, .dst = path};
+	commit_run(d->commit, &op);
+	return op.err;
+}
+
 static enum store_err write_object(struct disk_store *d, const struct store_key *key,
 				   const char *data, size_t len, enum write_mode mode, uint64_t rv,
 				   struct buf *stored)
 {
 	struct buf old = BUF_INIT;
-	char *resdir = key_resdir_path(key);
-	if (!resdir)
+	struct object_locks locks;
+	if (lock_object(d, key, &locks) < 0)
 		return STORE_NOMEM;
-	pthread_rwlock_t *rl = disk_res_lock(d, key->component, resdir_name(resdir));
-	pthread_mutex_t *kl = key_lock(d, key->path);
 	enum store_err e = STORE_OK;
-
-	pthread_rwlock_rdlock(&d->global);
-	pthread_rwlock_rdlock(rl);
-	pthread_mutex_lock(kl);
 	int rc = fs_read_file_at(d->base_fd, key->path, &old, DISK_OBJECT_MAX);
 	if (rc == 0 && mode == WRITE_CREATE) {
 		e = STORE_EXISTS;
@@ -352,17 +456,14 @@ static enum store_err write_object(struct disk_store *d, const struct store_key 
 		}
 	}
 	if (e == STORE_OK) {
-		rc = ensure_views_marker(d, key->component, resdir_name(resdir));
+		rc = ensure_views_marker(d, key->component, resdir_name(locks.resdir));
 		if (rc == 0)
 			rc = commit_object(d, key, data, len);
 		if (rc < 0)
 			e = store_fail_errno(rc);
 	}
-	pthread_mutex_unlock(kl);
-	pthread_rwlock_unlock(rl);
-	pthread_rwlock_unlock(&d->global);
+	unlock_object(d, &locks);
 	buf_free(&old);
-	free(resdir);
 	return e;
 }
 
@@ -451,35 +552,29 @@ static enum store_err disk_delete(struct store *s, const struct store_key *key)
 		return STORE_EMPTY_KEY;
 	if (d->flags & DISK_READ_ONLY)
 		return read_only_error();
-	char *resdir = key_resdir_path(key);
-	if (!resdir)
-		return STORE_NOMEM;
-	pthread_rwlock_t *rl = disk_res_lock(d, key->component, resdir_name(resdir));
 	int rc;
-	pthread_rwlock_rdlock(&d->global);
 	if (key->is_root) {
-		pthread_rwlock_wrlock(rl);
+		char *resdir = key_resdir_path(key);
+		if (!resdir)
+			return STORE_NOMEM;
+		pthread_rwlock_t *rl =
+		    disk_lock_resource(d, key->component, resdir_name(resdir), DISK_EXCLUSIVE);
 		rc = delete_tree(d, key, resdir_name(resdir));
-		pthread_rwlock_unlock(rl);
+		disk_unlock_resource(d, rl);
+		free(resdir);
 	} else {
-		pthread_mutex_t *kl = key_lock(d, key->path);
-		pthread_rwlock_rdlock(rl);
-		pthread_mutex_lock(kl);
+		struct object_locks locks;
+		if (lock_object(d, key, &locks) < 0)
+			return STORE_NOMEM;
 		rc = fs_is_dir_at(d->base_fd, key->path);
-		if (rc == 1) {
+		if (rc == 1)
 			rc = -EISDIR; /* an object key naming a collection */
-		} else if (rc == 0) {
-			struct commit_op op = {.kind = COMMIT_UNLINK, .fd = -1, .dst = key->path};
-			commit_run(d->commit, &op);
-			rc = op.err;
-		} else if (rc == -ENOENT || rc == -ENOTDIR) {
+		else if (rc == 0)
+			rc = unlink_object(d, key->path);
+		else if (rc == -ENOENT || rc == -ENOTDIR)
 			rc = 0; /* deleting what is not there is not an error */
-		}
-		pthread_mutex_unlock(kl);
-		pthread_rwlock_unlock(rl);
+		unlock_object(d, &locks);
 	}
-	pthread_rwlock_unlock(&d->global);
-	free(resdir);
 	if (rc == -EISDIR)
 		return STORE_BAD_KEY;
 	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
@@ -492,29 +587,18 @@ static enum store_err disk_delete(struct store *s, const struct store_key *key)
 static enum store_err delete_unless_newer(struct disk_store *d, const struct store_key *key,
 					  uint64_t rv)
 {
-	char *resdir = key_resdir_path(key);
-	if (!resdir)
-		return STORE_NOMEM;
-	pthread_rwlock_t *rl = disk_res_lock(d, key->component, resdir_name(resdir));
-	pthread_mutex_t *kl = key_lock(d, key->path);
 	struct buf old = BUF_INIT;
-	pthread_rwlock_rdlock(&d->global);
-	pthread_rwlock_rdlock(rl);
-	pthread_mutex_lock(kl);
+	struct object_locks locks;
+	if (lock_object(d, key, &locks) < 0)
+		return STORE_NOMEM;
 	int rc = fs_read_file_at(d->base_fd, key->path, &old, DISK_OBJECT_MAX);
 	uint64_t stored = 0;
-	if (rc == 0 && (kube_meta_rv(old.data, old.len, &stored) < 0 || stored < rv)) {
-		struct commit_op op = {.kind = COMMIT_UNLINK, .fd = -1, .dst = key->path};
-		commit_run(d->commit, &op);
-		rc = op.err;
-	} else if (rc == -ENOENT || rc == -ENOTDIR) {
+	if (rc == 0 && (kube_meta_rv(old.data, old.len, &stored) < 0 || stored < rv))
+		rc = unlink_object(d, key->path);
+	else if (rc == -ENOENT || rc == -ENOTDIR)
 		rc = 0; /* not held: nothing to do */
-	}
-	pthread_mutex_unlock(kl);
-	pthread_rwlock_unlock(rl);
-	pthread_rwlock_unlock(&d->global);
+	unlock_object(d, &locks);
 	buf_free(&old);
-	free(resdir);
 	if (rc == -EISDIR)
 		return STORE_BAD_KEY;
 	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
@@ -572,27 +656,16 @@ static int sorted_entries(int at_fd, const char *dir, bool want_dirs, char ***na
 {
 	*names = NULL;
 	*n = 0;
-	int fd = fs_open_dir_at(at_fd, dir);
-	if (fd < 0)
-		return fd;
-	DIR *dp = fdopendir(fd);
-	if (!dp) {
-		close(fd);
-		return -errno;
-	}
+	DIR *dp;
+	int rc = fs_opendir_at(at_fd, dir, &dp);
+	if (rc < 0)
+		return rc;
 	size_t cap = 0;
-	int rc = 0;
 	struct dirent *de;
 	while ((de = readdir(dp)) != NULL) {
 		if (de->d_name[0] == '.' || !strncmp(de->d_name, "tmp_", 4))
 			continue;
-		unsigned char type = de->d_type;
-		if (type == DT_UNKNOWN) {
-			struct stat st;
-			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
-		}
+		unsigned char type = fs_entry_type(dp, de);
 		if ((want_dirs && type != DT_DIR) || (!want_dirs && type != DT_REG))
 			continue;
 		if (*n == cap) {
@@ -707,9 +780,7 @@ static int visit_object(void *ctx, const char *ns, const char *name, const char 
 static enum store_err walk_locked(struct list_walk *w, const char *resdir)
 {
 	struct disk_store *d = w->d;
-	pthread_rwlock_t *rl = disk_res_lock(d, w->root->component, resdir);
-	pthread_rwlock_rdlock(&d->global);
-	pthread_rwlock_rdlock(rl);
+	pthread_rwlock_t *rl = disk_lock_resource(d, w->root->component, resdir, DISK_SHARED);
 	int rc = fs_is_dir_at(d->base_fd, w->root->path);
 	if (rc == 0 && w->obj_fn && !w->root->is_root) {
 		rc = visit_object(w, w->root->namespace, w->root->name, w->root->path) ? 1 : 0;
@@ -719,8 +790,7 @@ static enum store_err walk_locked(struct list_walk *w, const char *resdir)
 		rc =
 		    walk_collection(d->base_fd, w->root->path, w->root->namespace, visit_object, w);
 	}
-	pthread_rwlock_unlock(rl);
-	pthread_rwlock_unlock(&d->global);
+	disk_unlock_resource(d, rl);
 	if (w->err)
 		rc = w->err;
 	if (rc == -ENOENT || rc == -ENOTDIR)
@@ -886,12 +956,11 @@ static enum store_err disk_iter_begin(struct store *s, const struct store_key *r
 		if (!resdir) {
 			e = STORE_NOMEM;
 		} else {
-			pthread_rwlock_t *rl =
-			    disk_res_lock(d, root->component, resdir_name(resdir));
-			pthread_rwlock_rdlock(rl);
+			pthread_rwlock_t *rl = disk_lock_resource(d, root->component,
+								  resdir_name(resdir), DISK_SHARED);
 			rc = walk_collection(d->base_fd, root->path, root->namespace, collect_entry,
 					     it);
-			pthread_rwlock_unlock(rl);
+			disk_unlock_resource(d, rl);
 			free(resdir);
 		}
 	}
@@ -979,18 +1048,6 @@ static enum store_err disk_list_components(struct store *s, store_name_fn fn, vo
 
 /* ---- counting objects ---- */
 
-/* The kind of a directory entry, without following links (DT_UNKNOWN on
- * file systems that do not fill d_type; 0 when it vanished meanwhile). */
-static unsigned char entry_type(DIR *dp, const struct dirent *de)
-{
-	if (de->d_type != DT_UNKNOWN)
-		return de->d_type;
-	struct stat st;
-	if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
-	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
-}
-
 #define COUNT_FROM_ROOT 3 /* count_files' depth for the cache directory itself */
 
 /* Regular files under the directory name (relative to at_fd), descending
@@ -1004,16 +1061,10 @@ static unsigned char entry_type(DIR *dp, const struct dirent *de)
  * fd per level is open, and each is closed before returning. */
 static int count_files(int at_fd, const char *name, int depth, uint64_t *n)
 {
-	int fd = openat(at_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT || errno == ENOTDIR || errno == ELOOP ? 0 : -errno;
-	DIR *dp = fdopendir(fd);
-	if (!dp) {
-		int rc = -errno;
-		close(fd);
-		return rc;
-	}
-	int rc = 0;
+	DIR *dp;
+	int rc = fs_opendir_at(at_fd, name, &dp);
+	if (rc < 0)
+		return rc == -ENOENT || rc == -ENOTDIR || rc == -ELOOP ? 0 : rc;
 	for (;;) {
 		errno = 0;
 		struct dirent *de = readdir(dp);
@@ -1025,7 +1076,7 @@ static int count_files(int at_fd, const char *name, int depth, uint64_t *n)
 			continue;
 		if (depth == COUNT_FROM_ROOT && !key_component_ok(de->d_name))
 			continue;
-		unsigned char type = entry_type(dp, de);
+		unsigned char type = fs_entry_type(dp, de);
 		if (type == DT_DIR && depth > 0)
 			rc = count_files(dirfd(dp), de->d_name, depth - 1, n);
 		else if (type == DT_REG && depth < 2) /* no object sits beside resource dirs */
@@ -1061,10 +1112,9 @@ static enum store_err disk_get_view(struct store *s, const struct store_view *vi
 	if (e != STORE_OK)
 		return e;
 	struct view_set set;
-	pthread_rwlock_t *rl = disk_res_lock(d, view->component, resdir);
-	pthread_rwlock_rdlock(rl);
+	pthread_rwlock_t *rl = disk_lock_resource(d, view->component, resdir, DISK_SHARED);
 	int rc = disk_views_load(d, view->component, resdir, &set, NULL);
-	pthread_rwlock_unlock(rl);
+	disk_unlock_resource(d, rl);
 	if (rc < 0) {
 		e = store_fail_errno(rc);
 	} else {
@@ -1088,9 +1138,7 @@ static enum store_err disk_set_view_rv(struct store *s, const struct store_view 
 	if (e != STORE_OK)
 		return e;
 	struct view_set set;
-	pthread_rwlock_t *rl = disk_res_lock(d, view->component, resdir);
-	pthread_rwlock_rdlock(&d->global);
-	pthread_rwlock_wrlock(rl);
+	pthread_rwlock_t *rl = disk_lock_resource(d, view->component, resdir, DISK_EXCLUSIVE);
 	int rc = disk_views_load(d, view->component, resdir, &set, NULL);
 	if (rc < 0) {
 		e = store_fail_errno(rc);
@@ -1106,8 +1154,7 @@ static enum store_err disk_set_view_rv(struct store *s, const struct store_view 
 		}
 		view_set_free(&set);
 	}
-	pthread_rwlock_unlock(rl);
-	pthread_rwlock_unlock(&d->global);
+	disk_unlock_resource(d, rl);
 	view_rec_free(&key);
 	free(resdir);
 	return e;
@@ -1125,10 +1172,9 @@ static enum store_err disk_list_views(struct store *s, const char *component,
 	if (!resdir)
 		return STORE_BAD_KEY;
 	struct view_set set;
-	pthread_rwlock_t *rl = disk_res_lock(d, component, resdir);
-	pthread_rwlock_rdlock(rl);
+	pthread_rwlock_t *rl = disk_lock_resource(d, component, resdir, DISK_SHARED);
 	int rc = disk_views_load(d, component, resdir, &set, NULL);
-	pthread_rwlock_unlock(rl);
+	disk_unlock_resource(d, rl);
 	free(resdir);
 	if (rc < 0)
 		return store_fail_errno(rc);
@@ -1152,7 +1198,7 @@ static enum store_err disk_delete_component(struct store *s, const char *compone
 	disk_seq_name(d, 'd', vname, sizeof vname);
 	disk_seq_name(d, 'd', dname, sizeof dname);
 	int rc = 0;
-	pthread_rwlock_wrlock(&d->global);
+	disk_lock_all(d);
 	/* Views first, then objects: a crash between leaves objects no view
 	 * claims, which read as "never listed" - never as "listed, empty". */
 	bool views_moved = renameat(d->views_fd, component, d->staging_fd, vname) == 0;
@@ -1169,7 +1215,7 @@ static enum store_err disk_delete_component(struct store *s, const char *compone
 	if (rc == 0 && data_moved)
 		rc = fs_fsync_dir_at(d->base_fd, ".");
 	atomic_fetch_add(&d->syncs, 2);
-	pthread_rwlock_unlock(&d->global);
+	disk_unlock_all(d);
 	if (views_moved)
 		disk_reap(d, vname);
 	if (data_moved)

@@ -56,8 +56,36 @@ static inline struct disk_store *disk_of(struct store *s)
 	return (struct disk_store *)s;
 }
 
+/* The locks, always taken in this order and released in the reverse one:
+ *
+ *   1. d->global           whole-component operations (delete_component)
+ *                           exclusive, everything else shared
+ *   2. a resource stripe    (disk_res_lock) replaces, view updates and
+ *                           collection deletes exclusive; single writes,
+ *                           lists, iterators and view reads shared
+ *   3. a key stripe         single writes and deletes of one object key
+ *   4. the commit queue's   inside commit_run (disk_commit.c): a leaf, no
+ *                           other lock is taken while it is held
+ *
+ * One stripe of a kind at a time.  disk_lock_resource() takes 1 and 2
+ * together, so no path reaches a stripe without the global lock.  Debug
+ * builds (YURTHUB_LOCK_CHECK) check the order on every acquisition and
+ * abort on a violation, so that every test run checks it. */
+enum disk_lock_mode { DISK_SHARED, DISK_EXCLUSIVE };
+
 /* The lock stripe of a resource directory "component/resdir". */
 pthread_rwlock_t *disk_res_lock(struct disk_store *d, const char *component, const char *resdir);
+/* Take the global lock shared, then the stripe of (component, resdir) in
+ * mode; returns the stripe for disk_unlock_resource. */
+pthread_rwlock_t *disk_lock_resource(struct disk_store *d, const char *component,
+				     const char *resdir, enum disk_lock_mode mode);
+void disk_unlock_resource(struct disk_store *d, pthread_rwlock_t *stripe);
+/* The global lock alone, exclusive (whole-component operations). */
+void disk_lock_all(struct disk_store *d);
+void disk_unlock_all(struct disk_store *d);
+/* A key stripe, under a resource stripe. */
+pthread_mutex_t *disk_lock_key(struct disk_store *d, const char *path);
+void disk_unlock_key(pthread_mutex_t *stripe);
 /* A fresh name for the staging or journal directory: "<prefix><n>". */
 void disk_seq_name(struct disk_store *d, char prefix, char *out, size_t size);
 /* syncfs of the cache's file system, counted. */

@@ -48,26 +48,17 @@ static void names_free(struct names *ns)
 static int read_names(int at_fd, const char *path, struct names *out)
 {
 	memset(out, 0, sizeof *out);
-	int fd = openat(at_fd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	DIR *dp = fdopendir(fd);
-	if (!dp) {
-		close(fd);
-		return -errno;
-	}
-	int rc = 0;
+	DIR *dp;
+	int rc = fs_opendir_at(at_fd, path, &dp);
+	if (rc < 0)
+		return rc;
 	struct dirent *de;
 	while ((de = readdir(dp)) != NULL) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		unsigned char type = de->d_type;
-		if (type == DT_UNKNOWN) {
-			struct stat st;
-			if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			type = S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
-		}
+		unsigned char type = fs_entry_type(dp, de);
+		if (!type)
+			continue; /* gone meanwhile */
 		if (out->n == out->cap) {
 			size_t cap = out->cap ? out->cap * 2 : 32;
 			char **v = realloc(out->v, cap * sizeof *v);

@@ -62,6 +62,7 @@ struct replace {
 	bool spans_ns; /* T holds namespace directories */
 	uint64_t list_rv;
 	int t_fd, n_fd;		/* T (or -1 when absent), N */
+	bool stranded;		/* the fallback moved T aside and could not put it back */
 	char tree[64];		/* N's name in staging */
 	char journal[48];	/* the record's name in journal/ */
 	struct strmap listed;	/* relative paths added, value: the listed rv */
@@ -83,30 +84,16 @@ struct replace {
 
 static int scan_dir_files(struct replace *r, int at_fd, const char *prefix)
 {
-	int fd =
-	    openat(at_fd, prefix ? prefix : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return -errno;
-	DIR *dp = fdopendir(fd);
-	if (!dp) {
-		close(fd);
-		return -errno;
-	}
-	int rc = 0;
+	DIR *dp;
+	int rc = fs_opendir_at(at_fd, prefix ? prefix : ".", &dp);
+	if (rc < 0)
+		return rc;
 	struct dirent *de;
 	while (rc == 0 && (de = readdir(dp)) != NULL) {
 		const char *name = de->d_name;
 		if (name[0] == '.' || !strncmp(name, "tmp_", 4))
 			continue; /* never objects: left out of N */
-		unsigned char type = de->d_type;
-		if (type == DT_UNKNOWN) {
-			struct stat st;
-			if (fstatat(dirfd(dp), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-				continue;
-			type = S_ISDIR(st.st_mode)   ? DT_DIR
-			       : S_ISREG(st.st_mode) ? DT_REG
-						     : DT_UNKNOWN;
-		}
+		unsigned char type = fs_entry_type(dp, de);
 		if (type == DT_DIR && !prefix && r->spans_ns) {
 			rc = scan_dir_files(r, dirfd(dp), name);
 			continue;
@@ -491,8 +478,17 @@ static int swap_in(struct replace *r)
 				goto out;
 			rc = fs_rename_at(d->staging_fd, r->tree, d->base_fd, r->tpath, 0);
 			if (rc < 0) {
-				fs_rename_at(d->staging_fd, old, d->base_fd, r->tpath,
-					     0); /* put it back */
+				int back =
+				    fs_rename_at(d->staging_fd, old, d->base_fd, r->tpath, 0);
+				if (back < 0) {
+					/* The old tree sits in staging as "<N>o": the
+					 * record, kept, makes recovery put it back. */
+					r->stranded = true;
+					log_error("disk store: replace of %s failed (%s) and its "
+						  "old tree cannot be put back (%s): it is kept, "
+						  "and the next start puts it back",
+						  r->tpath, strerror(-rc), strerror(-back));
+				}
 				goto out;
 			}
 			/* The old tree is the garbage now, N no longer in staging. */
@@ -834,17 +830,15 @@ enum store_err disk_replace_commit(struct store_replace *sr, uint64_t list_rv)
 	r->list_rv = list_rv;
 	int rc = r->npending ? flush_writes(r) : 0;
 	if (rc == 0) {
-		pthread_rwlock_t *rl = disk_res_lock(d, r->component, r->resdir);
-		pthread_rwlock_rdlock(&d->global);
-		pthread_rwlock_wrlock(rl);
+		pthread_rwlock_t *rl =
+		    disk_lock_resource(d, r->component, r->resdir, DISK_EXCLUSIVE);
 		rc = commit_locked(r);
-		if (rc < 0 && r->journal[0] && !swapped(r)) {
+		if (rc < 0 && r->journal[0] && !swapped(r) && !r->stranded) {
 			/* Failed before the swap: the record describes nothing. */
 			unlinkat(d->journal_fd, r->journal, 0);
 			r->journal[0] = '\0';
 		}
-		pthread_rwlock_unlock(rl);
-		pthread_rwlock_unlock(&d->global);
+		disk_unlock_resource(d, rl);
 	}
 	atomic_fetch_add(&d->replaces, rc == 0);
 	if (rc < 0)

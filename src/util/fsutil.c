@@ -384,3 +384,29 @@ int fs_unlink_at(int dirfd, const char *path)
 	close(parent);
 	return rc;
 }
+
+int fs_opendir_at(int dirfd, const char *path, DIR **out)
+{
+	*out = NULL;
+	int fd = fs_open_dir_at(dirfd, path);
+	if (fd < 0)
+		return fd;
+	DIR *dp = fdopendir(fd);
+	if (!dp) {
+		int rc = -errno;
+		close(fd);
+		return rc;
+	}
+	*out = dp;
+	return 0;
+}
+
+unsigned char fs_entry_type(DIR *dp, const struct dirent *de)
+{
+	if (de->d_type != DT_UNKNOWN)
+		return de->d_type;
+	struct stat st;
+	if (fstatat(dirfd(dp), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	return S_ISDIR(st.st_mode) ? DT_DIR : S_ISREG(st.st_mode) ? DT_REG : DT_LNK;
+}

@@ -10,6 +10,7 @@
 #ifndef YURTHUB_UTIL_FSUTIL_H
 #define YURTHUB_UTIL_FSUTIL_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -62,5 +63,13 @@ int fs_stat_at(int dirfd, const char *path, struct stat *st);
 int fs_exists_at(int dirfd, const char *path);
 /* 1 if path is a directory, 0 if it is something else, -ENOENT / -errno. */
 int fs_is_dir_at(int dirfd, const char *path);
+
+/* A directory stream of path (below dirfd, resolved as fs_open_dir_at
+ * does) in *out, for readdir; 0 or -errno.  closedir() it. */
+int fs_opendir_at(int dirfd, const char *path, DIR **out);
+/* The type of an entry readdir gave: d_type where the file system fills
+ * it in, else what lstat says (DT_DIR, DT_REG, DT_LNK for anything else);
+ * 0 when the entry vanished meanwhile. */
+unsigned char fs_entry_type(DIR *dp, const struct dirent *de);
 
 #endif

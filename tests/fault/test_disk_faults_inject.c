@@ -526,6 +526,40 @@ static void test_every_call_fails(void **state)
 		assert_true(faults > 0);
 }
 
+/* ---- the two-rename fallback ---- */
+
+/* Without RENAME_EXCHANGE a relist moves the old tree aside, then the new
+ * one in.  When the second rename fails and so does putting the old tree
+ * back, the old tree is all there is: its journal record must stay, so that
+ * the next start puts it back, and no object of the view is lost. */
+static void test_fallback_put_back_fails(void **state)
+{
+	(void)state;
+	if (!fault_loaded()) {
+		printf("SKIPPED: the fault injector could not be preloaded\n");
+		skip();
+	}
+	struct fixture f;
+	fixture_new(&f, "fput");
+	assert_non_null(f.s = fx_open(f.cache));
+	fixture_seed(&f);
+	/* renames: 1 the exchange (refused), 2 T aside, 3 N in, 4 T back */
+	assert_int_equal(fault_set("exchange:*:EINVAL,rename:3+:EIO", f.cache), 0);
+	assert_int_equal(run_relist(f.s), STORE_IO);
+	disk_store_drain(f.s);
+	assert_true(fault_hits() >= 3);
+	fault_clear();
+	assert_int_equal(entries(f.cache, PRIV "/journal"), 1);
+	reopen(&f);
+	const char *why = seed_differs(f.s);
+	if (why)
+		fail_msg("after recovery: %s", why);
+	assert_no_garbage(&f, "fallback put-back");
+	assert_int_equal(run_relist(f.s), STORE_OK);
+	assert_null(relist_new(f.s));
+	fixture_free(&f);
+}
+
 /* ---- a real full disk ---- */
 
 static bool mount_small(struct fixture *f, const char *size)
@@ -669,7 +703,7 @@ int main(int argc, char **argv)
 		printf("the fault injector is not loaded: its tests are skipped\n");
 	fast_tmpdir();
 	struct job jobs[N(OPS) * N(PASSES)];
-	struct CMUnitTest tests[N(OPS) * N(PASSES) + 2];
+	struct CMUnitTest tests[N(OPS) * N(PASSES) + 3];
 	char names[N(OPS) * N(PASSES)][128];
 	size_t n = 0;
 	for (size_t p = 0; p < N(PASSES); p++)
@@ -679,6 +713,7 @@ int main(int argc, char **argv)
 			tests[n] = (struct CMUnitTest){names[n], test_every_call_fails, NULL, NULL,
 						       &jobs[n]};
 		}
+	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_fallback_put_back_fails);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_tmpfs_list_too_big);
 	tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_tmpfs_full_then_freed);
 	return _cmocka_run_group_tests("disk faults (injected)", tests, n, NULL, NULL);

@@ -16,7 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -709,6 +711,35 @@ static void test_nul_in_name_is_not_the_key(void **state)
 	store_key_free(&k);
 }
 
+/* The lock order of disk_internal.h is checked in debug builds: taking a
+ * key stripe without the resource lock (or a resource stripe without the
+ * global lock) aborts there, so every test run checks every path. */
+static void test_lock_order_is_checked(void **state)
+{
+#ifndef YURTHUB_LOCK_CHECK
+	(void)state;
+	printf("SKIPPED: the lock order is checked in debug builds only\n");
+	skip();
+#else
+	struct fx *f = *state;
+	struct disk_store *d = disk_of(f->s);
+	pthread_rwlock_t *rl = disk_lock_resource(d, "kubelet", "pods.v1.core", DISK_SHARED);
+	pthread_mutex_t *kl = disk_lock_key(d, "kubelet/pods.v1.core/a/b"); /* in order */
+	disk_unlock_key(kl);
+	disk_unlock_resource(d, rl);
+	fflush(NULL);
+	pid_t child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		disk_lock_key(d, "kubelet/pods.v1.core/a/b"); /* no resource lock */
+		_exit(0);
+	}
+	int status = 0;
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT);
+#endif
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -732,6 +763,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_get_collection_has_no_content, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nul_in_name_is_not_the_key, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_lock_order_is_checked, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -551,6 +551,38 @@ static void test_exists_and_is_dir(void **state)
 	assert_int_equal(fs_is_dir_at(f->fd, "file/x"), -ENOTDIR);
 }
 
+/* Entry types from readdir, and from lstat where the file system leaves
+ * d_type unknown (XFS without ftype, some network file systems): one
+ * helper for every directory walk of the store. */
+static void test_directory_entries(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(test_write_file(f->dir, "file", "x"), 0);
+	make_dir(f->dir, "dir");
+	make_symlink("dir", f->dir, "dirlink");
+	DIR *dp;
+	assert_int_equal(fs_opendir_at(f->fd, "dirlink", &dp), -ELOOP);
+	assert_null(dp);
+	assert_int_equal(fs_opendir_at(f->fd, "missing", &dp), -ENOENT);
+	assert_int_equal(fs_opendir_at(f->fd, ".", &dp), 0);
+	int seen = 0;
+	for (struct dirent *de; (de = readdir(dp));) {
+		struct dirent unknown = *de;
+		unknown.d_type = DT_UNKNOWN; /* as such a file system gives it */
+		unsigned char want = !strcmp(de->d_name, "file")      ? DT_REG
+				     : !strcmp(de->d_name, "dirlink") ? DT_LNK
+								      : DT_DIR;
+		assert_int_equal(fs_entry_type(dp, de), want);
+		assert_int_equal(fs_entry_type(dp, &unknown), want);
+		seen++;
+	}
+	assert_int_equal(seen, 5); /* . .. file dir dirlink */
+	struct dirent gone = {.d_type = DT_UNKNOWN};
+	strcpy(gone.d_name, "vanished");
+	assert_int_equal(fs_entry_type(dp, &gone), 0);
+	closedir(dp);
+}
+
 static void test_fsync_dir(void **state)
 {
 	struct fx *f = *state;
@@ -723,6 +755,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_exists_and_is_dir, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_fsync_dir, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_directory_entries, setup, teardown),
 	    cmocka_unit_test(test_strmap_empty),
 	    cmocka_unit_test(test_strmap_put_get_overwrite),
 	    cmocka_unit_test(test_strmap_copies_keys),
