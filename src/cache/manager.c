@@ -7,7 +7,9 @@
  * the view, and - on the worker side only - the replace session.
  */
 #include "cache/manager.h"
+#include "cache/manager_internal.h"
 
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -101,6 +103,7 @@ struct cache_manager {
 	int nworkers;
 	pthread_mutex_t park_lock;
 	struct parked parked[PARKED_MAX];
+	int park_seconds; /* PARK_SECONDS; tests set it */
 	struct store_trouble trouble;
 };
 
@@ -403,24 +406,38 @@ static char *park_key(const struct stream *st, const char *token)
 	return buf_steal(&b);
 }
 
-static void park_expire_locked(struct cache_manager *cm, time_t now)
+/* Take the sessions whose time is up out of the table, into gone[]; the
+ * caller aborts them once park_lock is released: an abort can be slow (the
+ * etcd store joins its writer threads, which may be retrying), and every
+ * worker that parks or resumes a list waits for this lock. */
+static size_t park_take_expired_locked(struct cache_manager *cm, time_t now,
+				       struct store_replace *gone[PARKED_MAX])
 {
+	size_t n = 0;
 	for (int i = 0; i < PARKED_MAX; i++) {
 		struct parked *p = &cm->parked[i];
 		if (p->key && p->expires <= now) {
-			store_replace_abort(p->session);
+			gone[n++] = p->session;
 			free(p->key);
 			memset(p, 0, sizeof *p);
 		}
 	}
+	return n;
+}
+
+static void abort_all(struct store_replace **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		store_replace_abort(v[i]);
 }
 
 static void park(struct cache_manager *cm, struct stream *st, const char *token)
 {
 	char *key = park_key(st, token);
-	time_t now = time(NULL);
+	time_t now = mono_seconds();
+	struct store_replace *gone[PARKED_MAX];
 	pthread_mutex_lock(&cm->park_lock);
-	park_expire_locked(cm, now);
+	size_t ngone = park_take_expired_locked(cm, now, gone);
 	struct parked *slot = NULL;
 	for (int i = 0; key && i < PARKED_MAX && !slot; i++)
 		if (!cm->parked[i].key)
@@ -428,11 +445,12 @@ static void park(struct cache_manager *cm, struct stream *st, const char *token)
 	if (slot) {
 		slot->key = key;
 		slot->session = st->session;
-		slot->expires = now + PARK_SECONDS;
+		slot->expires = now + cm->park_seconds;
 		st->session = NULL;
 		key = NULL;
 	}
 	pthread_mutex_unlock(&cm->park_lock);
+	abort_all(gone, ngone);
 	free(key); /* no room: the session is aborted with the stream */
 }
 
@@ -440,9 +458,9 @@ static struct store_replace *unpark(struct cache_manager *cm, const struct strea
 				    const char *token)
 {
 	char *key = park_key(st, token);
-	struct store_replace *r = NULL;
+	struct store_replace *r = NULL, *gone[PARKED_MAX];
 	pthread_mutex_lock(&cm->park_lock);
-	park_expire_locked(cm, time(NULL));
+	size_t ngone = park_take_expired_locked(cm, mono_seconds(), gone);
 	for (int i = 0; key && i < PARKED_MAX; i++) {
 		struct parked *p = &cm->parked[i];
 		if (p->key && !strcmp(p->key, key)) {
@@ -453,8 +471,19 @@ static struct store_replace *unpark(struct cache_manager *cm, const struct strea
 		}
 	}
 	pthread_mutex_unlock(&cm->park_lock);
+	abort_all(gone, ngone);
 	free(key);
 	return r;
+}
+
+void cache_manager_set_park_seconds(struct cache_manager *cm, int seconds)
+{
+	cm->park_seconds = seconds;
+}
+
+pthread_mutex_t *cache_manager_park_lock(struct cache_manager *cm)
+{
+	return &cm->park_lock;
 }
 
 /* ---- list jobs ---- */
@@ -605,14 +634,31 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 	}
 	pthread_mutex_init(&cm->park_lock, NULL);
 	pthread_mutex_init(&cm->trouble.lock, NULL);
-	for (int i = 0; i < cm->nworkers; i++) {
-		struct worker *w = &cm->workers[i];
+	cm->park_seconds = PARK_SECONDS;
+	int wanted = cm->nworkers, started = 0;
+	for (; started < wanted; started++) {
+		struct worker *w = &cm->workers[started];
 		w->cm = cm;
 		w->tail = &w->head;
 		pthread_mutex_init(&w->lock, NULL);
 		pthread_cond_init(&w->cond, NULL);
-		if (pthread_create(&w->thread, NULL, worker_main, w) == 0)
-			w->started = true;
+		int rc = pthread_create(&w->thread, NULL, worker_main, w);
+		if (rc != 0) {
+			/* A worker that never runs would take jobs no one does, and
+			 * a flush would wait for it forever: work with those that
+			 * started, or fail. */
+			pthread_mutex_destroy(&w->lock);
+			pthread_cond_destroy(&w->cond);
+			log_warn("cache: %d of %d worker threads started: %s", started, wanted,
+				 strerror(rc));
+			break;
+		}
+		w->started = true;
+	}
+	cm->nworkers = started;
+	if (!started) {
+		cache_manager_free(cm);
+		return NULL;
 	}
 	return cm;
 }

@@ -8,6 +8,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 
 #include "cache/cacheable.h"
 #include "cache/manager.h"
+#include "cache/manager_internal.h"
 #include "kube/meta.h"
 #include "storage/disk.h"
 #include "testutil.h"
@@ -400,6 +404,166 @@ static void test_objects_and_discovery(void **state)
 	free(made);
 }
 
+/* ---- worker threads that do not start ---- */
+
+/* Linked with -Wl,--wrap=pthread_create (tests/meson.build): the Nth call
+ * from now fails with EAGAIN, as when the process is out of threads. */
+int __real_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg);
+static atomic_int creates_until_failure; /* 0: never fail */
+
+int __wrap_pthread_create(pthread_t *t, const pthread_attr_t *a, void *(*fn)(void *), void *arg)
+{
+	int n = atomic_load(&creates_until_failure);
+	if (n > 0 && atomic_fetch_sub(&creates_until_failure, 1) == 1)
+		return EAGAIN;
+	return __real_pthread_create(t, a, fn, arg);
+}
+
+/* A worker that never started took jobs nobody did, and a flush waited for
+ * them forever: the manager works with the workers that started. */
+static void test_worker_that_does_not_start(void **state)
+{
+	struct fx *f = *state;
+	atomic_store(&creates_until_failure, 2); /* the second of three */
+	struct cache_manager *cm = cache_manager_new(f->s, &f->m, 3);
+	atomic_store(&creates_until_failure, 0);
+	assert_non_null(cm);
+	for (int v = 0; v < 8; v++) { /* views that hash to every worker */
+		char sel[32], name[32];
+		snprintf(sel, sizeof sel, "app=a%d", v);
+		snprintf(name, sizeof name, "p%d", v);
+		char *items[1] = {pod("a", name, 10 + (unsigned)v, "n1")};
+		char *body = list_body("20", NULL, items, 1);
+		struct request_info ri = ri_for(VERB_LIST, "", "", sel, "");
+		struct cache_tee *t =
+		    cache_tee_new(cm, CACHE_LIST, "kubelet", &ri, 200, "application/json", NULL);
+		cache_tee_feed(t, body, strlen(body));
+		cache_tee_end(t, true);
+		free(body);
+		free(items[0]);
+	}
+	cache_manager_flush(cm); /* returns */
+	for (int v = 0; v < 8; v++) {
+		char name[32];
+		snprintf(name, sizeof name, "p%d", v);
+		assert_int_equal(stored_rv(f->s, "kubelet", "a", name), 10 + (unsigned)v);
+	}
+	cache_manager_free(cm);
+	atomic_store(&creates_until_failure, 1); /* none starts: no manager */
+	assert_null(cache_manager_new(f->s, &f->m, 2));
+	atomic_store(&creates_until_failure, 0);
+}
+
+/* ---- paginated lists whose next page never comes ---- */
+
+/* A store that is the disk store but for one thing: it notes whether the
+ * cache manager's park lock is free while a replace is aborted. */
+struct watched_store {
+	struct store base;
+	struct store *inner;
+};
+struct watched_replace {
+	struct store_replace base;
+	struct store_replace *inner;
+};
+static struct cache_manager *watched_cm;
+static atomic_int aborts, aborts_under_lock;
+
+static struct store *inner_of(struct store *s)
+{
+	return ((struct watched_store *)s)->inner;
+}
+
+static enum store_err w_key_build(struct store *s, const struct store_key_info *i,
+				  struct store_key *o)
+{
+	return store_key_build(inner_of(s), i, o);
+}
+
+static enum store_err w_replace_begin(struct store *s, const struct store_view *v,
+				      struct store_replace **out)
+{
+	struct watched_replace *r = calloc(1, sizeof *r);
+	assert_non_null(r);
+	r->base.store = s;
+	enum store_err e = store_replace_begin(inner_of(s), v, &r->inner);
+	if (e != STORE_OK) {
+		free(r);
+		return e;
+	}
+	*out = &r->base;
+	return STORE_OK;
+}
+
+static enum store_err w_replace_add(struct store_replace *r, const struct store_item *it)
+{
+	return store_replace_add(((struct watched_replace *)r)->inner, it);
+}
+
+static enum store_err w_replace_commit(struct store_replace *r, uint64_t rv)
+{
+	enum store_err e = store_replace_commit(((struct watched_replace *)r)->inner, rv);
+	free(r);
+	return e;
+}
+
+static void w_replace_abort(struct store_replace *r)
+{
+	pthread_mutex_t *lock = cache_manager_park_lock(watched_cm);
+	if (pthread_mutex_trylock(lock) == 0)
+		pthread_mutex_unlock(lock);
+	else
+		atomic_fetch_add(&aborts_under_lock, 1);
+	atomic_fetch_add(&aborts, 1);
+	store_replace_abort(((struct watched_replace *)r)->inner);
+	free(r);
+}
+
+static const struct store_ops watched_ops = {
+    .name = "watched",
+    .key_build = w_key_build,
+    .replace_begin = w_replace_begin,
+    .replace_add = w_replace_add,
+    .replace_commit = w_replace_commit,
+    .replace_abort = w_replace_abort,
+};
+
+static void page_one(struct cache_manager *cm, const char *sel, const char *token)
+{
+	char *items[1] = {pod("a", "p1", 11, "n1")};
+	char *body = list_body("40", token, items, 1);
+	struct request_info ri = ri_for(VERB_LIST, "", "", sel, "");
+	struct cache_tee *t =
+	    cache_tee_new(cm, CACHE_LIST, "kubelet", &ri, 200, "application/json", NULL);
+	cache_tee_feed(t, body, strlen(body));
+	cache_tee_end(t, true);
+	free(body);
+	free(items[0]);
+}
+
+/* A session whose next page did not come in time is aborted when the
+ * table is next looked at - after the lock is let go: an abort may take
+ * long (etcd's writer threads), and every park and resume waits for it. */
+static void test_expired_session_aborted_outside_park_lock(void **state)
+{
+	struct fx *f = *state;
+	struct watched_store ws = {{&watched_ops}, f->s};
+	struct cache_manager *cm = cache_manager_new(&ws.base, &f->m, 1);
+	assert_non_null(cm);
+	watched_cm = cm;
+	cache_manager_set_park_seconds(cm, 0); /* parked sessions expire at once */
+	atomic_store(&aborts, 0);
+	atomic_store(&aborts_under_lock, 0);
+	page_one(cm, "app=x", "tok-x"); /* parked */
+	page_one(cm, "app=y", "tok-y"); /* parks too, and finds x's session expired */
+	cache_manager_flush(cm);
+	assert_true(atomic_load(&aborts) >= 1);
+	assert_int_equal(atomic_load(&aborts_under_lock), 0);
+	cache_manager_free(cm);
+	watched_cm = NULL;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -409,6 +573,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_gzip_list_and_pages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_objects_and_discovery, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_worker_that_does_not_start, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_expired_session_aborted_outside_park_lock, setup,
+					    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
