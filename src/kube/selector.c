@@ -87,18 +87,26 @@ static void sb_puts(struct strbuf *b, const char *s)
 	sb_putn(b, s, strlen(s));
 }
 
-/* Double-quoted, with quotes, backslashes and control bytes escaped, so that
- * any input fits on one line of a message. */
-static void sb_put_quoted(struct strbuf *b, const char *s, size_t n)
+/* Bytes with control characters escaped as Go's strconv.Quote writes them
+ * (\n, \t, \x01, ...), and also quote and backslash when quoting: a
+ * message stays on one line whatever the input holds. */
+static void sb_put_escaped(struct strbuf *b, const char *s, size_t n, bool quoting)
 {
-	sb_putn(b, "\"", 1);
+	static const char named[] = "\a\b\t\n\v\f\r";
+	static const char letters[] = "abtnvfr";
+
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
+		const char *nm = c ? memchr(named, c, sizeof(named) - 1) : NULL;
 		char esc[8];
 
-		if (c == '"' || c == '\\') {
+		if (quoting && (c == '"' || c == '\\')) {
 			esc[0] = '\\';
 			esc[1] = (char)c;
+			sb_putn(b, esc, 2);
+		} else if (nm) {
+			esc[0] = '\\';
+			esc[1] = letters[nm - named];
 			sb_putn(b, esc, 2);
 		} else if (c < 0x20 || c == 0x7f) {
 			snprintf(esc, sizeof(esc), "\\x%02x", c);
@@ -107,6 +115,13 @@ static void sb_put_quoted(struct strbuf *b, const char *s, size_t n)
 			sb_putn(b, s + i, 1);
 		}
 	}
+}
+
+/* As Go's %q: double-quoted, escaped. */
+static void sb_put_quoted(struct strbuf *b, const char *s, size_t n)
+{
+	sb_putn(b, "\"", 1);
+	sb_put_escaped(b, s, n, true);
 	sb_putn(b, "\"", 1);
 }
 
@@ -223,6 +238,7 @@ struct parser {
 	const char *text;
 	size_t pos;
 	char **err;
+	bool in_requirement; /* messages get labels.Parse's "unable to parse requirement: " */
 };
 
 static struct token next_token(struct parser *p, enum lex_context ctx)
@@ -243,8 +259,10 @@ static struct token peek_token(struct parser *p, enum lex_context ctx)
 	return t;
 }
 
-/* Appends fmt, where %s is a C string, %q a (pointer, length) pair printed
- * quoted, and %t a token (quoted, or "end of string"). */
+/* Appends fmt, where %s is a C string, %e one escaped as the message's
+ * other text, %q a (pointer, length) pair quoted as Go's %q, and %t a
+ * token's literal in single quotes as the API server prints it ('' for
+ * the end of the string). */
 static void sb_vformat(struct strbuf *b, const char *fmt, va_list ap)
 {
 	for (const char *f = fmt; *f; f++) {
@@ -259,20 +277,24 @@ static void sb_vformat(struct strbuf *b, const char *fmt, va_list ap)
 			const char *s = va_arg(ap, const char *);
 
 			sb_put_quoted(b, s, va_arg(ap, size_t));
+		} else if (*f == 'e') {
+			const char *s = va_arg(ap, const char *);
+
+			sb_put_escaped(b, s, strlen(s), false);
 		} else if (*f == 't') {
 			const struct token *t = va_arg(ap, const struct token *);
 
-			if (t->type == TOK_EOS)
-				sb_puts(b, "end of string");
-			else
-				sb_put_quoted(b, t->lit, t->len);
+			sb_putn(b, "'", 1);
+			sb_put_escaped(b, t->lit, t->len, false);
+			sb_putn(b, "'", 1);
 		} else {
 			sb_putn(b, f, 1);
 		}
 	}
 }
 
-/* Sets *p->err to `invalid <kind> selector "<text>": <detail>`; returns -1. */
+/* Sets *p->err to the message kube-apiserver gives for the same selector
+ * (k8s.io/apimachinery's labels.Parse and fields.ParseSelector); -1. */
 static int fail(struct parser *p, const char *fmt, ...)
 {
 	struct strbuf b = {0};
@@ -280,10 +302,8 @@ static int fail(struct parser *p, const char *fmt, ...)
 
 	if (!p->err)
 		return -1;
-	sb_puts(&b,
-		p->kind == SELECTOR_LABEL ? "invalid label selector " : "invalid field selector ");
-	sb_put_quoted(&b, p->text, strlen(p->text));
-	sb_puts(&b, ": ");
+	if (p->in_requirement)
+		sb_puts(&b, "unable to parse requirement: ");
 	va_start(ap, fmt);
 	sb_vformat(&b, fmt, ap);
 	va_end(ap);
@@ -454,56 +474,102 @@ static bool is_dns1123_subdomain(const char *s, size_t n)
 	return true;
 }
 
-static int check_label_key(struct parser *p, const char *key, size_t n)
+/* validation's messages, as kube-apiserver words them (RegexError writes
+ * its examples with two spaces before "or"). */
+#define QUALIFIED_NAME_MSG                                                                         \
+	"must consist of alphanumeric characters, '-', '_' or '.', and must start and end with "   \
+	"an "                                                                                      \
+	"alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for "     \
+	"validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+#define DNS1123_SUBDOMAIN_MSG                                                                      \
+	"a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "  \
+	"or "                                                                                      \
+	"'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex "   \
+	"used for validation is "                                                                  \
+	"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+#define LABEL_VALUE_MSG                                                                            \
+	"a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "   \
+	"or "                                                                                      \
+	"'.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or "         \
+	"'my_value',  or '12345', regex used for validation is "                                   \
+	"'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+
+/* One more message of a list that validation joins with "; ". */
+static void add_msg(struct strbuf *b, size_t start, const char *msg)
+{
+	if (b->len > start)
+		sb_puts(b, "; ");
+	sb_puts(b, msg);
+}
+
+/* validation.IsLabelKey: what is wrong with a label key, appended to b;
+ * false when nothing is. */
+static bool label_key_errors(const char *key, size_t n, struct strbuf *b)
 {
 	const char *slash = memchr(key, '/', n);
 	const char *name = slash ? slash + 1 : key;
 	size_t name_len = n - (size_t)(name - key);
 	size_t prefix_len = slash ? (size_t)(slash - key) : 0;
+	size_t start = b->len;
 
-	if (slash && memchr(name, '/', name_len))
-		return fail(p, "invalid label key %q: at most one '/' may separate prefix and name",
-			    key, n);
-	if (slash && prefix_len == 0)
-		return fail(p, "invalid label key %q: prefix part must not be empty", key, n);
-	if (prefix_len > DNS1123_SUBDOMAIN_MAX)
-		return fail(p,
-			    "invalid label key %q: prefix part must be no more than 253 characters",
-			    key, n);
-	if (slash && !is_dns1123_subdomain(key, prefix_len))
-		return fail(p,
-			    "invalid label key %q: prefix part must be a lowercase DNS-1123 "
-			    "subdomain (lowercase alphanumerics, '-' and '.', starting and ending "
-			    "with an alphanumeric)",
-			    key, n);
+	if (slash && memchr(name, '/', name_len)) {
+		sb_puts(b,
+			"a valid label key " QUALIFIED_NAME_MSG " with an optional DNS subdomain "
+			"prefix and '/' (e.g. 'example.com/MyName')");
+		return true;
+	}
+	if (slash && prefix_len == 0) {
+		add_msg(b, start, "prefix part must be non-empty");
+	} else if (slash) {
+		if (prefix_len > DNS1123_SUBDOMAIN_MAX)
+			add_msg(b, start, "prefix part must be no more than 253 characters");
+		if (!is_dns1123_subdomain(key, prefix_len))
+			add_msg(b, start, "prefix part " DNS1123_SUBDOMAIN_MSG);
+	}
 	if (name_len == 0)
-		return fail(p, "invalid label key %q: name part must not be empty", key, n);
-	if (name_len > QUALIFIED_NAME_MAX)
-		return fail(p, "invalid label key %q: name part must be no more than 63 characters",
-			    key, n);
+		add_msg(b, start, "name part must be non-empty");
+	else if (name_len > QUALIFIED_NAME_MAX)
+		add_msg(b, start, "name part must be no more than 63 characters");
 	if (!is_qualified_part(name, name_len))
-		return fail(p,
-			    "invalid label key %q: name part must consist of alphanumerics, '-', "
-			    "'_' or '.', and start and end with an alphanumeric",
-			    key, n);
-	return 0;
+		add_msg(b, start, "name part " QUALIFIED_NAME_MSG);
+	return b->len > start;
 }
 
-static int check_label_value(struct parser *p, const char *key, const char *value)
+/* validation.IsValidLabelValue, the same way. */
+static bool label_value_errors(const char *value, struct strbuf *b)
 {
-	size_t n = strlen(value);
+	size_t n = strlen(value), start = b->len;
 
 	if (n > LABEL_VALUE_MAX)
-		return fail(p,
-			    "invalid value %q for label key %q: must be no more than 63 characters",
-			    value, n, key, strlen(key));
+		add_msg(b, start, "must be no more than 63 characters");
 	if (n > 0 && !is_qualified_part(value, n))
-		return fail(
-		    p,
-		    "invalid value %q for label key %q: must be empty or consist of "
-		    "alphanumerics, '-', '_' or '.', and start and end with an alphanumeric",
-		    value, n, key, strlen(key));
-	return 0;
+		add_msg(b, start, LABEL_VALUE_MSG);
+	return b->len > start;
+}
+
+/* A field.Invalid error's text: `<path>: Invalid value: "<value>": <detail>`. */
+static void put_invalid(struct strbuf *b, const char *path, const char *value, size_t n,
+			const char *detail)
+{
+	sb_puts(b, path);
+	sb_puts(b, ": Invalid value: ");
+	sb_put_quoted(b, value, n);
+	sb_puts(b, ": ");
+	sb_puts(b, detail);
+}
+
+static int check_label_key(struct parser *p, const char *key, size_t n)
+{
+	struct strbuf why = {0};
+
+	if (!label_key_errors(key, n, &why))
+		return 0;
+	struct strbuf msg = {0};
+	put_invalid(&msg, "<nil>", key, n, why.s ? why.s : "");
+	free(why.s);
+	int rc = fail(p, "%s", msg.s ? msg.s : "invalid label key");
+	free(msg.s);
+	return rc;
 }
 
 /* strconv.ParseInt(s, 10, 64): optional sign, decimal digits, int64 range. */
@@ -563,7 +629,7 @@ static int parse_operator(struct parser *p, enum req_op *op)
 		*op = OP_LT;
 		return 0;
 	default:
-		return fail(p, "found %t, expected an operator (=, ==, !=, in, notin, >, <)", &t);
+		return fail(p, "found %t, expected: in, notin, =, ==, !=, gt, lt", &t);
 	}
 }
 
@@ -578,14 +644,14 @@ static int parse_value_set(struct parser *p, struct requirement *r)
 	struct token t = next_token(p, CTX_VALUES);
 
 	if (t.type != TOK_LPAREN)
-		return fail(p, "found %t, expected '('", &t);
+		return fail(p, "found %t expected: '('", &t);
 	t = peek_token(p, CTX_VALUES);
 	if (t.type == TOK_RPAREN) {
 		next_token(p, CTX_VALUES);
 		return add_value(r, "", 0) < 0 ? oom(p) : 0;
 	}
 	if (t.type != TOK_IDENT && t.type != TOK_COMMA)
-		return fail(p, "found %t, expected ',', ')' or a value", &t);
+		return fail(p, "found %t, expected: ',', ')' or identifier", &t);
 	for (;;) {
 		t = next_token(p, CTX_VALUES);
 		if (t.type == TOK_IDENT) {
@@ -595,7 +661,7 @@ static int parse_value_set(struct parser *p, struct requirement *r)
 			if (t.type == TOK_RPAREN)
 				break;
 			if (t.type != TOK_COMMA)
-				return fail(p, "found %t, expected ',' or ')'", &t);
+				return fail(p, "found %t, expected: ',' or ')'", &t);
 		} else if (t.type == TOK_COMMA) {
 			bool empty_member = r->nvalues == 0;
 
@@ -609,7 +675,7 @@ static int parse_value_set(struct parser *p, struct requirement *r)
 			if (t.type == TOK_COMMA)
 				next_token(p, CTX_VALUES);
 		} else {
-			return fail(p, "found %t, expected ',' or a value", &t);
+			return fail(p, "found %t, expected: ',', or identifier", &t);
 		}
 	}
 	next_token(p, CTX_VALUES); /* the ')' */
@@ -625,26 +691,42 @@ static int parse_exact_value(struct parser *p, struct requirement *r)
 		return add_value(r, "", 0) < 0 ? oom(p) : 0;
 	t = next_token(p, CTX_VALUES);
 	if (t.type != TOK_IDENT)
-		return fail(p, "found %t, expected a value", &t);
+		return fail(p, "found %t, expected: identifier", &t);
 	return add_value(r, t.lit, t.len) < 0 ? oom(p) : 0;
 }
 
-/* As labels.NewRequirement: values must be valid label values, and > <
- * take one integer, kept as the bound. */
+/* As labels.NewRequirement: > and < take one integer (kept as the bound),
+ * and every value (sorted, as it numbers them) must be a valid label value.
+ * All that is wrong is told, as an aggregate: one message, or "[a, b]". */
 static int check_label_values(struct parser *p, struct requirement *r)
 {
-	if (r->op == OP_GT || r->op == OP_LT) {
-		const char *v = r->values[0];
+	struct strbuf all = {0}, why = {0};
+	size_t count = 0;
+	char path[64];
 
-		if (!parse_int64(v, strlen(v), &r->bound))
-			return fail(p, "value %q for label key %q: '>' and '<' need an integer", v,
-				    strlen(v), r->key, strlen(r->key));
+	if ((r->op == OP_GT || r->op == OP_LT) &&
+	    !parse_int64(r->values[0], strlen(r->values[0]), &r->bound)) {
+		put_invalid(&all, "values[0]", r->values[0], strlen(r->values[0]),
+			    "for 'Gt', 'Lt' operators, the value must be an integer");
+		count++;
 	}
 	for (size_t i = 0; i < r->nvalues; i++) {
-		if (check_label_value(p, r->key, r->values[i]) < 0)
-			return -1;
+		why.len = 0;
+		if (!label_value_errors(r->values[i], &why))
+			continue;
+		if (count++)
+			sb_puts(&all, ", ");
+		snprintf(path, sizeof(path), "values[%zu][", i);
+		sb_puts(&all, path);
+		sb_puts(&all, r->key);
+		put_invalid(&all, "]", r->values[i], strlen(r->values[i]), why.s ? why.s : "");
 	}
-	return 0;
+	free(why.s);
+	int rc = 0;
+	if (count)
+		rc = fail(p, count > 1 ? "[%s]" : "%s", all.s ? all.s : "invalid value");
+	free(all.s);
+	return rc;
 }
 
 /* A one-value set matches exactly as = or != does, so it is kept as that:
@@ -695,9 +777,9 @@ static int parse_label_operation(struct parser *p, struct requirement *r)
 	} else if (parse_exact_value(p, r) < 0) {
 		return -1;
 	}
+	sort_unique_values(r);
 	if (check_label_values(p, r) < 0)
 		return -1;
-	sort_unique_values(r);
 	normalize_label_requirement(r);
 	return 0;
 }
@@ -711,8 +793,9 @@ static int parse_label_requirement(struct parser *p, struct selector *s)
 		r.op = OP_NOT_EXISTS;
 		t = next_token(p, CTX_VALUES);
 	}
+	p->in_requirement = true;
 	if (t.type != TOK_IDENT)
-		return fail(p, "found %t, expected a label key", &t);
+		return fail(p, "found %t, expected: identifier", &t);
 	if (check_label_key(p, t.lit, t.len) < 0)
 		return -1;
 	r.key = strndup(t.lit, t.len);
@@ -722,6 +805,7 @@ static int parse_label_requirement(struct parser *p, struct selector *s)
 		requirement_free(&r);
 		return -1;
 	}
+	p->in_requirement = false;
 	if (set_label_path(&r) < 0) {
 		requirement_free(&r);
 		return oom(p);
@@ -737,17 +821,17 @@ static int parse_labels(struct parser *p, struct selector *s)
 		if (t.type == TOK_EOS)
 			return 0;
 		if (t.type != TOK_IDENT && t.type != TOK_BANG)
-			return fail(p, "found %t, expected '!', a label key or end of string", &t);
+			return fail(p, "found %t, expected: !, identifier, or 'end of string'", &t);
 		if (parse_label_requirement(p, s) < 0)
 			return -1;
 		t = next_token(p, CTX_VALUES);
 		if (t.type == TOK_EOS)
 			return 0;
 		if (t.type != TOK_COMMA)
-			return fail(p, "found %t, expected ',' or end of string", &t);
+			return fail(p, "found %t, expected: ',' or 'end of string'", &t);
 		t = peek_token(p, CTX_VALUES);
 		if (t.type != TOK_IDENT && t.type != TOK_BANG)
-			return fail(p, "found %t after ',', expected '!' or a label key", &t);
+			return fail(p, "found %t, expected: identifier after ','", &t);
 	}
 }
 
@@ -774,7 +858,8 @@ static bool split_field_term(const char *term, size_t n, size_t *op_at, size_t *
 	return false;
 }
 
-/* fields.UnescapeValue: only \\ \, \= are escapes; a bare , or = is an error. */
+/* fields.UnescapeValue: only \\ \, \= are escapes; a bare , or = is an
+ * error (which the API server reports by the character's code). */
 static int unescape_field_value(struct parser *p, const char *s, size_t n, struct requirement *r)
 {
 	char *out = malloc(n + 1);
@@ -786,16 +871,15 @@ static int unescape_field_value(struct parser *p, const char *s, size_t n, struc
 		char c = s[i];
 
 		if (c == '\\' && (i + 1 == n || !strchr("\\,=", s[i + 1]))) {
+			char seq[3] = {'\\', i + 1 < n ? s[i + 1] : '\0', '\0'};
+
 			free(out);
-			return fail(p,
-				    "invalid escape sequence in value %q: only \\\\, \\, and \\= "
-				    "are allowed",
-				    s, n);
+			return fail(p, "invalid field selector: invalid escape sequence: %e", seq);
 		}
 		if (c == ',' || c == '=') {
 			free(out);
-			return fail(p, "unescaped '%s' in value %q: write it as '\\%s'",
-				    c == '=' ? "=" : ",", s, n, c == '=' ? "=" : ",");
+			return fail(p, "invalid field selector: unescaped character in value: %s",
+				    c == '=' ? "61" : "44");
 		}
 		if (c == '\\')
 			c = s[++i];
@@ -837,12 +921,16 @@ static int parse_field_term(struct parser *p, struct selector *s, const char *te
 	struct requirement r = {0};
 	size_t op_at, op_len;
 
-	if (!split_field_term(term, n, &op_at, &op_len, &r.op))
-		return fail(
-		    p, "term %q has no operator, expected path=value, path==value or path!=value",
-		    term, n);
-	if (op_at == 0)
-		return fail(p, "term %q has an empty field path", term, n);
+	if (!split_field_term(term, n, &op_at, &op_len, &r.op)) {
+		char *part = strndup(term, n);
+		int rc =
+		    part ? fail(p, "invalid selector: '%e'; can't understand '%e'", p->text, part)
+			 : oom(p);
+		free(part);
+		return rc;
+	}
+	/* An empty path parses; the field-label check refuses it, as the API
+	 * server's conversion does. */
 	r.key = strndup(term, op_at);
 	if (!r.key)
 		return oom(p);
@@ -857,26 +945,54 @@ static int parse_field_term(struct parser *p, struct selector *s, const char *te
 	return add_requirement(s, &r) < 0 ? oom(p) : 0;
 }
 
-/* Terms split at commas that no backslash escapes; empty terms are skipped. */
+struct span {
+	const char *s;
+	size_t n;
+};
+
+static int compare_spans(const void *pa, const void *pb)
+{
+	const struct span *a = pa, *b = pb;
+	int c = memcmp(a->s, b->s, a->n < b->n ? a->n : b->n);
+
+	return c ? c : (a->n > b->n) - (a->n < b->n);
+}
+
+/* Terms split at commas that no backslash escapes; empty terms are skipped.
+ * They are parsed in sorted order, as fields.ParseSelector does, so that a
+ * selector with two bad terms is refused for the same one. */
 static int parse_fields(struct parser *p, struct selector *s)
 {
 	const char *text = p->text;
-	size_t start = 0;
+	struct span *terms = NULL;
+	size_t n = 0, start = 0;
 	bool escaped = false;
+	int rc = 0;
 
-	for (size_t i = 0;; i++) {
+	for (size_t i = 0; rc == 0; i++) {
 		if (text[i] != '\0' && (escaped || text[i] == '\\')) {
 			escaped = !escaped;
 			continue;
 		}
 		if (text[i] != '\0' && text[i] != ',')
 			continue;
-		if (i > start && parse_field_term(p, s, text + start, i - start) < 0)
-			return -1;
+		if (i > start) {
+			struct span *grown = grow_for(terms, n, sizeof(*grown));
+			if (!grown)
+				rc = oom(p);
+			else
+				terms = grown, terms[n++] = (struct span){text + start, i - start};
+		}
 		if (text[i] == '\0')
-			return 0;
+			break;
 		start = i + 1;
 	}
+	if (rc == 0 && n > 1)
+		qsort(terms, n, sizeof(*terms), compare_spans);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = parse_field_term(p, s, terms[i].s, terms[i].n);
+	free(terms);
+	return rc;
 }
 
 /* ---- public API ---- */
@@ -916,6 +1032,16 @@ int selector_parse(enum selector_kind kind, const char *text, struct selector **
 bool selector_is_empty(const struct selector *s)
 {
 	return !s || s->n == 0;
+}
+
+size_t selector_term_count(const struct selector *s)
+{
+	return s ? s->n : 0;
+}
+
+const char *selector_term_key(const struct selector *s, size_t i)
+{
+	return s && i < s->n ? s->reqs[i].key : NULL;
 }
 
 static void put_field_value(struct strbuf *b, const char *v)

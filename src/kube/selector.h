@@ -28,6 +28,10 @@ struct selector;
 int selector_parse(enum selector_kind kind, const char *text, struct selector **out, char **err);
 void selector_free(struct selector *s);
 bool selector_is_empty(const struct selector *s);
+/* The requirements' keys (label keys, field paths), in canonical order:
+ * what the API server checks against the fields a resource can select on. */
+size_t selector_term_count(const struct selector *s);
+const char *selector_term_key(const struct selector *s, size_t i);
 /* Canonical text: requirements sorted, set values sorted and deduplicated, `==`
  * written `=`.  Equal selectors give equal strings.  malloc'ed; NULL on ENOMEM. */
 char *selector_canonical(const struct selector *s);
