@@ -25,8 +25,10 @@ waits poll for a condition with a deadline.
 
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 
@@ -63,14 +65,12 @@ def kubectl120(server, *args, timeout=60, stdin=None, cache_dir=None):
     env = dict(os.environ, KUBECONFIG=os.devnull)
     made = None
     if cache_dir is None:
-        import tempfile
         made = cache_dir = tempfile.mkdtemp(prefix="kubectl120-cache-")
     try:
         p = subprocess.run([KUBECTL120, "--server", server, "--cache-dir", cache_dir, *args],
                            input=stdin, capture_output=True, timeout=timeout, env=env)
     finally:
         if made:
-            import shutil
             shutil.rmtree(made, ignore_errors=True)
     return p.returncode, p.stdout.decode(), p.stderr.decode()
 
@@ -90,6 +90,9 @@ class ClientProcess:
     """A client in its own process that reports one JSON object per line on
     stdout (each with "event" and "t"); stderr goes to a log file in workdir.
     Lines that are not JSON are kept as {"event": "raw", "line": ...}."""
+
+    # stop(): whether closing stdin asks the process to end (else SIGTERM)
+    stops_on_eof = False
 
     def __init__(self, workdir, name, argv, cwd=None):
         self.name = name
@@ -160,21 +163,24 @@ class ClientProcess:
             return ""
 
     def stop(self, timeout=10):
-        """Ask politely (close stdin), then SIGTERM, then SIGKILL, by PID."""
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.close()
-            except OSError:
-                pass
+        """End the process by its PID: close stdin first when that asks it to
+        stop (stops_on_eof), then SIGTERM, then SIGKILL; its exit status."""
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        if self.proc.poll() is None and self.stops_on_eof:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGTERM)
-                try:
-                    self.proc.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    os.kill(self.proc.pid, signal.SIGKILL)
-                    self.proc.wait()
+                pass
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
         self._reader.join(timeout)
         self._log.close()
         return self.proc.returncode
@@ -187,7 +193,9 @@ class Informer(ClientProcess):
     error (message, status, code), dump, stopped; see informer.js.
     restart_ms: after an error the informer is started again in that many ms
     (as its users do: client-node stops an informer on any error but 410);
-    -1 leaves it stopped."""
+    -1 leaves it stopped.  stop() closes its stdin: it stops and exits 0."""
+
+    stops_on_eof = True
 
     def __init__(self, workdir, server, path, label_selector=None, field_selector=None,
                  user_agent=None, restart_ms=500, name="informer"):
