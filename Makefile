@@ -1,7 +1,7 @@
 # yurthub in C - the commands a newcomer types.  The build itself is meson;
 # this file only installs what is missing and calls it.
 #
-#   make test    install deps, build with ASan+UBSan, run every test
+#   make test    install deps and the test clients, build with ASan+UBSan, run every test
 #   make         release build in build/
 #   make bench   benchmarks (release build), figures on stdout
 #   make fuzz    libFuzzer targets (clang) in build-fuzz/, see docs/fuzzing.md
@@ -18,13 +18,18 @@ BUILD := build
 SANBUILD := build-san
 FUZZBUILD := build-fuzz
 
-.PHONY: all deps build test fuzz bench demo soak clean format
+.PHONY: all deps clients build test fuzz bench demo soak clean format
 .PHONY: install deb
 
 all: build
 
 deps:
 	@sh scripts/deps.sh
+
+# The real clients the end-to-end tests drive (kubectl 1.20, @kubernetes/client-node),
+# inside the work tree: build-clients/ and tests/clients/node/node_modules/.
+clients: deps
+	@sh scripts/clients.sh
 
 $(BUILD)/build.ninja: | deps
 	meson setup $(BUILD) --buildtype=release --prefix=$(PREFIX) >/dev/null
@@ -46,7 +51,7 @@ $(FUZZBUILD)/build.ninja: | deps
 fuzz: deps $(FUZZBUILD)/build.ninja
 	ninja -C $(FUZZBUILD)
 
-test: deps $(SANBUILD)/build.ninja $(FUZZBUILD)/build.ninja
+test: deps clients $(SANBUILD)/build.ninja $(FUZZBUILD)/build.ninja
 	ninja -C $(SANBUILD)
 	ninja -C $(FUZZBUILD)
 	scripts/run-tests.sh $(SANBUILD)
@@ -87,4 +92,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(SANBUILD) $(FUZZBUILD) build-pkg build-deb
+	rm -rf $(BUILD) $(SANBUILD) $(FUZZBUILD) build-pkg build-deb build-clients

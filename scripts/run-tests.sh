@@ -19,6 +19,7 @@ tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_stream tests/test_cache tests/test_requestinfo
 tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/test_outbox tests/contract_disk
+tests/test_upstream
 tests/crash_test
 tests/fault/test_order_check tests/fault/test_write_order tests/fault/test_disk_faults_inject
 tests/fault/test_cache_faults
@@ -28,6 +29,7 @@ script:tests/pkg/test_install.sh
 script:scripts/run-fuzz.sh
 py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
+py:tests/e2e/test_real_clients.py
 py:tests/e2e/test_tls.py
 py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py

@@ -84,7 +84,8 @@ static const struct flag flags[] = {
     {"heartbeat-healthy-threshold", F_INT, OFF(heartbeat_healthy_threshold), "2",
      "Successful probes after which a server is healthy again."},
     {"min-request-timeout", F_DURATION, OFF(min_request_timeout), "1800s",
-     "Offline watches without timeoutSeconds last a random time between this and twice this."},
+     "Offline watches without timeoutSeconds last a random time between this and twice this; "
+     "at least 1s."},
     {"max-requests-in-flight", F_INT, OFF(max_requests_in_flight), "250",
      "Requests served at once (watches excluded); more wait for a slot."},
     {"v", F_INT, OFF(verbosity), "0",
@@ -566,6 +567,15 @@ int config_validate(struct config *c, char **err)
 			return *err = msg("invalid value for flag --%s: must be at least %s",
 					  ranges[i].name, ranges[i].min ? "1" : "0"),
 			       -1;
+	/* Offline watches without timeoutSeconds last [min, 2 min) and online
+	 * ones are cut at 2 min + 15 s: 0 would end every offline watch at once
+	 * and cut every online one after 15 s.  kube-apiserver reads 0 as "no
+	 * timeout", the Go YurtHub's offline watch as "end now"; neither is what
+	 * an operator can want from a node proxy, so 0 is refused. */
+	if (c->min_request_timeout < 1)
+		return *err = strdup("invalid value for flag --min-request-timeout: must be at "
+				     "least 1s (0 would end every offline watch at once)"),
+		       -1;
 	if (strcmp(c->log_format, "text") && strcmp(c->log_format, "json"))
 		return *err = msg("invalid value \"%s\" for flag --log-format: want text or json",
 				  c->log_format, NULL),

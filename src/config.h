@@ -1,6 +1,6 @@
 /*
  * config.h - the hub's settings: command-line flags, their defaults and their
- * validation (DESIGN.md §4.1).  Flag names are YurtHub's wherever a flag
+ * validation (docs/contracts.md §1).  Flag names are YurtHub's wherever a flag
  * applies; YurtHub flags that have no meaning here are accepted and ignored,
  * so that an existing manifest starts this hub unchanged.
  */

@@ -1,5 +1,5 @@
 /*
- * cacheable.h - which requests the hub caches, and as what (DESIGN.md §4.5).
+ * cacheable.h - which requests the hub caches, and as what (docs/contracts.md §5).
  *
  * The component is the User-Agent up to the first '/', lower-cased.  A
  * request is cached when its component is a cache agent (the defaults, the

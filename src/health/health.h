@@ -1,5 +1,5 @@
 /*
- * health.h - is the cloud there?  Per-backend probing (DESIGN.md §4.7).
+ * health.h - is the cloud there?  Per-backend probing (docs/contracts.md §7).
  *
  * Every --heartbeat-interval-seconds each backend gets GET /healthz with a
  * --heartbeat-timeout-seconds timeout.  Any HTTP answer below 500 counts as

@@ -306,6 +306,23 @@ static int render_cache(struct buf *o, struct metrics *m)
 	return rc;
 }
 
+static const char *offline_drop_name[OFFLINE_DROP_N] = {"queue_full", "invalid", "not_found",
+							"refused", "unreadable"};
+
+/* Every reason has a sample from the start, so that a rate() over any of
+ * them works before the first drop. */
+static int render_offline_dropped(struct buf *o, struct metrics *m)
+{
+	int rc = buf_append_str(o, "# HELP yurthub_offline_events_dropped_total Offline events "
+				   "dropped instead of sent, by reason.\n# TYPE "
+				   "yurthub_offline_events_dropped_total counter\n");
+	for (int i = 0; rc == 0 && i < OFFLINE_DROP_N; i++)
+		rc = buf_printf(o, "yurthub_offline_events_dropped_total{reason=\"%s\"} %llu\n",
+				offline_drop_name[i],
+				(unsigned long long)atomic_load(&m->offline_events_dropped[i]));
+	return rc;
+}
+
 /* HELP and TYPE always (every family is listed), the sample only once the
  * store has been counted: a made-up 0 would read as "the cache is empty". */
 static int render_cached_objects(struct buf *o, struct metrics *m)
@@ -407,10 +424,7 @@ int metrics_render(struct metrics *m, struct buf *o)
 		: render_simple(o, "yurthub_offline_events_queued_total", "counter",
 				"Events created while offline, kept to be sent to the cloud.",
 				(long long)atomic_load(&m->offline_events_queued));
-	rc = rc ? rc
-		: render_simple(o, "yurthub_offline_events_dropped_total", "counter",
-				"Offline events dropped because the queue was full (oldest first).",
-				(long long)atomic_load(&m->offline_events_dropped));
+	rc = rc ? rc : render_offline_dropped(o, m);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_offline_events_sent_total", "counter",
 				"Offline events sent to the cloud after it came back.",

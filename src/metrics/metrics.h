@@ -32,6 +32,16 @@ enum cache_op {
 	CACHE_OP_N
 };
 
+/* Why an offline write was dropped instead of sent (src/proxy/outbox.c). */
+enum offline_drop {
+	OFFLINE_DROP_QUEUE_FULL, /* the queue was full: the oldest went */
+	OFFLINE_DROP_INVALID,	 /* 400, 413, 415, 422: the cloud says the write is wrong */
+	OFFLINE_DROP_NOT_FOUND,	 /* 404: its namespace (or the API) is gone */
+	OFFLINE_DROP_REFUSED,	 /* another answer that a retry cannot change */
+	OFFLINE_DROP_UNREADABLE, /* the stored record is damaged */
+	OFFLINE_DROP_N
+};
+
 struct metrics {
 	/* requests */
 	atomic_long in_flight;
@@ -47,7 +57,8 @@ struct metrics {
 	atomic_long cache_queue_bytes;
 
 	/* offline */
-	_Atomic uint64_t offline_events_queued, offline_events_dropped, offline_events_sent;
+	_Atomic uint64_t offline_events_queued, offline_events_sent;
+	_Atomic uint64_t offline_events_dropped[OFFLINE_DROP_N]; /* by reason */
 
 	/* objects the store holds for this node's components (an object two
 	 * components hold counts twice), set by the hub's housekeeping; -1

@@ -1,6 +1,6 @@
 /*
  * local.h - answering from the store when the cloud cannot be reached
- * (DESIGN.md §4.6), as the API server would:
+ * (docs/contracts.md §6), as the API server would:
  *
  *   get          the cached object (kind/apiVersion filled in), or 404
  *   list         from a cached view that covers the request (same or wider

@@ -4,6 +4,43 @@
  * Files are named by a 20-digit sequence number, so that the directory's
  * sorted order is the order of arrival, also across restarts.  Each holds one
  * JSON record {"uri":...,"contentType":...,"body":...}.
+ *
+ * What the cloud's answer to a record means (outbox_classify).  The rule: a
+ * record is forgotten only when the cloud has it or when sending it again,
+ * later, cannot change the answer; anything an operator or time can fix is
+ * kept.  Records go oldest first, and the oldest blocks the rest while it
+ * waits, so that the cloud gets them in the order they came.
+ *
+ *   2xx                    delivered.
+ *   409                    delivered: a POST's 409 is AlreadyExists, the cloud
+ *                          got it before (a crash between sending and
+ *                          forgetting).
+ *   no answer              kept; tried again each second while a server is
+ *                          healthy (connect error, timeout, broken link).
+ *   408, 429, 5xx          kept; the cloud is busy, restarting or behind a
+ *                          proxy that lost it.
+ *   401, 403               kept; the hub's credentials are being rotated or
+ *                          its RBAC is being fixed - a refusal for now, not
+ *                          a verdict on the Event.  (Forbidden for good only
+ *                          shows as an Event queue that does not drain, and
+ *                          the bounded queue keeps that from growing.)
+ *   400, 413, 415, 422     dropped, reason "invalid": the write itself is
+ *                          wrong, too large, or of a type the cloud does not
+ *                          take; it will be the same tomorrow.
+ *   404                    dropped, reason "not_found": the Event's namespace
+ *                          was deleted while the node was offline (or the
+ *                          cloud does not serve that API); an Event about
+ *                          objects of a deleted namespace has no reader.
+ *   anything else          dropped, reason "refused" (405, 410, a redirect,
+ *                          ...): no retry changes it.
+ *   a damaged record       dropped, reason "unreadable".
+ *
+ * A record kept after an answer is tried again after a pause: 1 s, then
+ * doubling up to 60 s, or the server's Retry-After when that is longer (up
+ * to 5 minutes); any answer that settles a record resets the pause.  Every
+ * drop is logged with the status and counted in
+ * yurthub_offline_events_dropped_total{reason} (queue_full is the bound of
+ * the queue, counted in outbox_add).
  */
 #include "proxy/outbox.h"
 #include "proxy/outbox_internal.h"
@@ -17,6 +54,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -25,7 +63,13 @@
 
 #define RECORD_MAX   (4u << 20)
 #define SEND_TIMEOUT 10L
-#define IDLE_SECONDS 1
+#define IDLE_MS	     1000u
+/* pauses after an answer that may pass later */
+#define BACKOFF_FIRST_MS   1000u
+#define BACKOFF_MAX_MS	   60000u
+#define RETRY_AFTER_MAX_MS 300000u
+/* send_record: the stored bytes are not a record */
+#define SEND_UNREADABLE (-1L)
 
 struct outbox {
 	int dir_fd;
@@ -38,7 +82,13 @@ struct outbox {
 	char **names; /* queued, oldest first */
 	size_t n, cap;
 	bool stop, started;
+	bool full_logged; /* the queue overflowed; logged once until it drains */
+	bool kicked;	  /* a write was added: the sender should look now */
 	pthread_t thread;
+	/* the sender's pause (sender thread only, but for the test knob) */
+	unsigned backoff_first_ms, backoff_max_ms;
+	unsigned backoff_ms;	    /* the last pause after an answer; 0: none */
+	struct timespec not_before; /* CLOCK_MONOTONIC; no attempt before */
 };
 
 static int cmp_names(const void *a, const void *b)
@@ -64,7 +114,10 @@ static int push_name(struct outbox *o, const char *name)
 
 static void drop_first(struct outbox *o)
 {
-	unlinkat(o->dir_fd, o->names[0], 0);
+	if (unlinkat(o->dir_fd, o->names[0], 0) < 0 && errno != ENOENT)
+		log_warn("cannot remove offline write %s: %s (it may be sent again after a "
+			 "restart)",
+			 o->names[0], strerror(errno));
 	free(o->names[0]);
 	memmove(o->names, o->names + 1, (o->n - 1) * sizeof *o->names);
 	o->n--;
@@ -108,8 +161,22 @@ struct outbox *outbox_open(const char *dir, struct upstream *u, struct metrics *
 	o->m = m;
 	o->max = max_items ? max_items : OUTBOX_MAX_DEFAULT;
 	o->next_seq = 1;
-	pthread_mutex_init(&o->lock, NULL);
-	pthread_cond_init(&o->wake, NULL);
+	o->backoff_first_ms = BACKOFF_FIRST_MS;
+	o->backoff_max_ms = BACKOFF_MAX_MS;
+	o->dir_fd = -1;
+	pthread_condattr_t ca;
+	if (pthread_mutex_init(&o->lock, NULL) != 0 || pthread_condattr_init(&ca) != 0) {
+		free(o);
+		return NULL;
+	}
+	int crc = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	crc = crc ? crc : pthread_cond_init(&o->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (crc != 0) {
+		pthread_mutex_destroy(&o->lock);
+		free(o);
+		return NULL;
+	}
 	int rc = fs_mkdir_p_at(AT_FDCWD, dir, FS_DIR_MODE, NULL);
 	o->dir_fd = rc == 0 ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	if (o->dir_fd < 0 || load_existing(o) < 0) {
@@ -139,10 +206,16 @@ int outbox_add(struct outbox *o, const char *uri, const char *content_type, cons
 	if (rc == 0) {
 		rc = push_name(o, name);
 		while (o->n > o->max) {
+			if (!o->full_logged)
+				log_warn("offline write queue full (%zu): the oldest writes are "
+					 "dropped",
+					 o->max);
+			o->full_logged = true;
 			drop_first(o);
-			atomic_fetch_add(&o->m->offline_events_dropped, 1);
+			atomic_fetch_add(&o->m->offline_events_dropped[OFFLINE_DROP_QUEUE_FULL], 1);
 		}
 		atomic_fetch_add(&o->m->offline_events_queued, 1);
+		o->kicked = true;
 		pthread_cond_signal(&o->wake);
 	}
 	pthread_mutex_unlock(&o->lock);
@@ -209,30 +282,58 @@ int outbox_record_decode(const char *text, size_t len, struct outbox_record *out
 	return rc;
 }
 
-/* POST one record; the HTTP status, or 0 when the cloud was not reached. */
-static long send_record(struct outbox *o, const char *text, size_t len)
+/* Retry-After in seconds (the HTTP-date form is not used by API servers). */
+static size_t header_line(char *p, size_t sz, size_t n, void *ctx)
 {
+	long *retry_after = ctx;
+	size_t len = sz * n;
+	static const char name[] = "retry-after:";
+	if (len > sizeof name - 1 && !strncasecmp(p, name, sizeof name - 1)) {
+		char v[24];
+		size_t vl = len - (sizeof name - 1);
+		if (vl >= sizeof v)
+			vl = sizeof v - 1;
+		memcpy(v, p + sizeof name - 1, vl);
+		v[vl] = '\0';
+		char *end;
+		errno = 0;
+		long secs = strtol(v, &end, 10);
+		while (*end == ' ' || *end == '\t' || *end == '\r' || *end == '\n')
+			end++;
+		if (!errno && end != v && !*end && secs >= 0)
+			*retry_after = secs;
+	}
+	return len;
+}
+
+/* POST one record: the HTTP status, 0 when the cloud was not reached (or
+ * the hub could not even try), SEND_UNREADABLE for bytes that are no record.
+ * *retry_after: the answer's Retry-After in seconds, or -1. */
+static long send_record(struct outbox *o, const char *text, size_t len, long *retry_after)
+{
+	*retry_after = -1;
 	struct outbox_record r;
 	if (outbox_record_decode(text, len, &r) < 0)
-		return -1; /* a record that does not parse is dropped */
+		return SEND_UNREADABLE;
 	struct backend *b = upstream_pick(o->u, 0);
-	long code = b ? -1 : 0;
+	long code = 0;
 	CURL *e = b ? upstream_easy(o->u, b, true) : NULL;
 	struct buf url = BUF_INIT, ctype = BUF_INIT;
 	struct curl_slist *h = NULL;
 	char *auth = e ? upstream_auth_header(o->u) : NULL;
-	if (e && buf_printf(&url, "%s%s", b->url, r.uri) == 0 &&
-	    buf_printf(&ctype, "Content-Type: %s", r.content_type) == 0) {
-		code = 0;
-		h = curl_slist_append(h, ctype.data);
-		h = curl_slist_append(h, "Expect:");
-		if (auth)
-			h = curl_slist_append(h, auth);
+	bool ok = e && buf_printf(&url, "%s%s", b->url, r.uri) == 0 &&
+		  buf_printf(&ctype, "Content-Type: %s", r.content_type) == 0;
+	ok = ok && (h = curl_slist_append(NULL, ctype.data)) != NULL;
+	ok = ok && curl_slist_append(h, "Expect:") != NULL;
+	ok = ok && (!auth || curl_slist_append(h, auth) != NULL);
+	if (ok) {
 		curl_easy_setopt(e, CURLOPT_URL, url.data);
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r.body_len);
 		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
+		curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_line);
+		curl_easy_setopt(e, CURLOPT_HEADERDATA, retry_after);
 		curl_easy_setopt(e, CURLOPT_TIMEOUT, SEND_TIMEOUT);
 		curl_easy_setopt(e, CURLOPT_USERAGENT, "yurthub/outbox");
 		if (curl_easy_perform(e) == CURLE_OK)
@@ -248,12 +349,87 @@ static long send_record(struct outbox *o, const char *text, size_t len)
 	return code;
 }
 
-/* Send what can be sent, oldest first; stop at the first that cannot. */
+enum outbox_verdict outbox_classify(long code, enum offline_drop *reason)
+{
+	*reason = OFFLINE_DROP_REFUSED;
+	if ((code >= 200 && code < 300) || code == 409)
+		return OUTBOX_DELIVERED;
+	if (code == 0 || code >= 500 || code == 408 || code == 429 || code == 401 || code == 403)
+		return OUTBOX_RETRY;
+	if (code == 400 || code == 413 || code == 415 || code == 422)
+		*reason = OFFLINE_DROP_INVALID;
+	else if (code == 404)
+		*reason = OFFLINE_DROP_NOT_FOUND;
+	return OUTBOX_DROP;
+}
+
+void outbox_set_backoff(struct outbox *o, unsigned first_ms, unsigned max_ms)
+{
+	pthread_mutex_lock(&o->lock);
+	o->backoff_first_ms = first_ms ? first_ms : 1;
+	o->backoff_max_ms = max_ms < o->backoff_first_ms ? o->backoff_first_ms : max_ms;
+	pthread_mutex_unlock(&o->lock);
+}
+
+static struct timespec mono_now(void)
+{
+	struct timespec t;
+	if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
+		memset(&t, 0, sizeof t); /* cannot fail with a valid clock id */
+	return t;
+}
+
+static struct timespec plus_ms(struct timespec t, unsigned ms)
+{
+	t.tv_sec += (time_t)(ms / 1000);
+	t.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	return t;
+}
+
+static bool before(struct timespec a, struct timespec b)
+{
+	return a.tv_sec < b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec < b.tv_nsec);
+}
+
+/* The head stays; no attempt before the pause is over.  Called locked. */
+static void pause_after(struct outbox *o, const char *name, long code, long retry_after)
+{
+	unsigned ms = IDLE_MS;
+	if (code != 0) { /* an answer: back off; no answer: the health checker paces */
+		bool first = o->backoff_ms == 0;
+		o->backoff_ms = first ? o->backoff_first_ms
+				      : (o->backoff_ms > o->backoff_max_ms / 2 ? o->backoff_max_ms
+									       : o->backoff_ms * 2);
+		ms = o->backoff_ms;
+		if (retry_after >= 0) {
+			unsigned ra = retry_after > (long)(RETRY_AFTER_MAX_MS / 1000)
+					  ? RETRY_AFTER_MAX_MS
+					  : (unsigned)retry_after * 1000u;
+			if (ra > ms)
+				ms = ra;
+		}
+		if (first)
+			log_warn("offline write %s: the cloud answers HTTP %ld; kept, tried again "
+				 "in %u ms and then less often",
+				 name, code, ms);
+		else
+			log_info("offline write %s: HTTP %ld again; next try in %u ms", name, code,
+				 ms);
+	}
+	o->not_before = plus_ms(mono_now(), ms);
+}
+
+/* Send what can be sent, oldest first; stop at the first that must wait. */
 static void flush_once(struct outbox *o)
 {
 	for (;;) {
 		pthread_mutex_lock(&o->lock);
-		if (!o->n || o->stop || !upstream_any_healthy(o->u)) {
+		if (!o->n || o->stop || !upstream_any_healthy(o->u) ||
+		    before(mono_now(), o->not_before)) {
 			pthread_mutex_unlock(&o->lock);
 			return;
 		}
@@ -262,24 +438,41 @@ static void flush_once(struct outbox *o)
 		if (!name)
 			return;
 		struct buf b = BUF_INIT;
-		long code = fs_read_file_at(o->dir_fd, name, &b, RECORD_MAX) == 0
-				? send_record(o, b.data, b.len)
-				: -1;
+		long retry_after = -1, code = SEND_UNREADABLE;
+		int rc = fs_read_file_at(o->dir_fd, name, &b, RECORD_MAX);
+		if (rc == 0)
+			code = send_record(o, b.data, b.len, &retry_after);
+		else if (rc == -ENOMEM || rc == -EMFILE || rc == -ENFILE)
+			code = 0; /* the hub's trouble, not the record's: next round */
 		buf_free(&b);
-		if (code == 0 || code >= 500) {
-			free(name);
-			return; /* the cloud is not there (yet): next round */
-		}
-		if (code >= 200 && code < 300)
-			atomic_fetch_add(&o->m->offline_events_sent, 1);
-		else if (code == 409)
-			atomic_fetch_add(&o->m->offline_events_sent, 1); /* it got there before */
-		else
-			log_warn("offline write %s refused by the cloud (HTTP %ld), dropped", name,
-				 code);
+		enum offline_drop reason = OFFLINE_DROP_UNREADABLE;
+		enum outbox_verdict v =
+		    code == SEND_UNREADABLE ? OUTBOX_DROP : outbox_classify(code, &reason);
 		pthread_mutex_lock(&o->lock);
+		if (v == OUTBOX_RETRY) {
+			pause_after(o, name, code, retry_after);
+			pthread_mutex_unlock(&o->lock);
+			free(name);
+			return;
+		}
+		o->backoff_ms = 0;
+		if (v == OUTBOX_DELIVERED) {
+			atomic_fetch_add(&o->m->offline_events_sent, 1);
+		} else {
+			atomic_fetch_add(&o->m->offline_events_dropped[reason], 1);
+			if (code == SEND_UNREADABLE)
+				log_warn("offline write %s cannot be read (%s), dropped", name,
+					 rc < 0 ? strerror(-rc) : "not a record");
+			else
+				log_warn(
+				    "offline write %s refused by the cloud (HTTP %ld), dropped: "
+				    "sending it again cannot succeed",
+				    name, code);
+		}
 		if (o->n && !strcmp(o->names[0], name))
 			drop_first(o);
+		if (o->n < o->max)
+			o->full_logged = false;
 		pthread_mutex_unlock(&o->lock);
 		free(name);
 	}
@@ -290,10 +483,14 @@ static void *sender_main(void *arg)
 	struct outbox *o = arg;
 	pthread_mutex_lock(&o->lock);
 	while (!o->stop) {
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += IDLE_SECONDS;
-		pthread_cond_timedwait(&o->wake, &o->lock, &ts);
+		struct timespec now = mono_now(), ts = plus_ms(now, IDLE_MS);
+		if (before(now, o->not_before) && before(o->not_before, ts))
+			ts = o->not_before; /* the end of a short pause */
+		/* a write added while the sender was busy is not missed */
+		while (!o->kicked && !o->stop &&
+		       pthread_cond_timedwait(&o->wake, &o->lock, &ts) == 0)
+			;
+		o->kicked = false;
 		if (o->stop)
 			break;
 		pthread_mutex_unlock(&o->lock);

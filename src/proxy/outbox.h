@@ -6,8 +6,10 @@
  * directory, written crash-safe) and sent to the cloud in the order it came
  * once a backend is healthy again.  A write the cloud accepted (2xx), or
  * already has (409 AlreadyExists, after a crash between sending and
- * forgetting), is removed; one it refuses for good (other 4xx) is dropped and
- * logged; on a 5xx or a broken link the sender waits for the next round.  The
+ * forgetting), is removed.  One refused for now (no answer, 401, 403, 408,
+ * 429, 5xx) is kept and tried again after a growing pause; only one that can
+ * never pass (400, 404, 413, 415, 422 and other answers no retry changes) is
+ * dropped, logged and counted by reason - the table is in outbox.c.  The
  * queue is bounded: when full, the oldest write is dropped and counted.
  */
 #ifndef YURTHUB_PROXY_OUTBOX_H

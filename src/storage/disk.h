@@ -1,6 +1,6 @@
 /*
  * disk.h - the disk store: one JSON file per object, laid out exactly as
- * YurtHub lays out its cache (DESIGN.md §4.3), with crash-safe writes.
+ * YurtHub lays out its cache (docs/contracts.md §3), with crash-safe writes.
  *
  *   <cache>/<component>/<resource>.<version>.<group|core>/[<namespace>/]<name>
  *   <cache>/version, <cache>/apis, <cache>/_apis_<group>_<version>, ...

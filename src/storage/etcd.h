@@ -1,7 +1,7 @@
 /*
  * etcd.h - the etcd store: the cache in a real etcd v3 cluster shared by a
  * pool of nodes, objects laid out exactly as kube-apiserver lays them out
- * (DESIGN.md §4.4), so that a kube-apiserver pointed at the same etcd serves
+ * (docs/contracts.md §4), so that a kube-apiserver pointed at the same etcd serves
  * them.  See docs/etcd-store.md for the records and the replace protocol.
  */
 #ifndef YURTHUB_STORAGE_ETCD_H

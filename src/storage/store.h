@@ -3,7 +3,7 @@
  *
  * Every backend (disk.c, etcd.c) fills one `struct store_ops` table, like
  * SQLite's VFS; the cache layer above only ever calls the store_*() wrappers
- * at the bottom of this file.  The contract (DESIGN.md §4.2):
+ * at the bottom of this file.  The contract (docs/contracts.md §2):
  *
  *  - Keys are built from (component, group, version, resource, namespace,
  *    name).  An empty name gives a "root key": the collection that holds the

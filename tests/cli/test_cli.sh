@@ -148,6 +148,10 @@ expect_usage_error "bad --server-addr URL" 'server-addr'
 run --node-name
 expect_usage_error "flag without its argument" 'node-name'
 
+# issue 11: 0 used to pass, and then every offline watch ended at once
+run --server-addr=https://a:6443 --node-name=n1 --min-request-timeout=0
+expect_usage_error "--min-request-timeout=0" 'min-request-timeout'
+
 # ---- a cache directory ----
 
 C="$T/cache"

@@ -1,5 +1,5 @@
 /*
- * store_contract.h - the store contract suite (DESIGN.md §4.2), written once
+ * store_contract.h - the store contract suite (docs/contracts.md §2), written once
  * and run unchanged against every backend.  A backend runner supplies how to
  * get a fresh, empty store and how to reopen it (to check that what was
  * stored survives a restart).

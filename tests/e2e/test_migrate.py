@@ -1,7 +1,7 @@
 """End to end, migration: the hub takes over a cache directory the Go YurtHub wrote.
 
 The test builds, by hand, the cache directory a Go YurtHub leaves on an edge node
-(the layout of ../shared/reference/yurthub-go-behaviour.md, sections 2 and 8.1):
+(its disk storage's layout, as docs/contracts.md section 3 and docs/migrating.md describe it):
 
     <cache>/<component>/<resource>.<version>.<group|core>/[<namespace>/]<name>
         one JSON object per file, kind and apiVersion set, no suffix, mode 0600

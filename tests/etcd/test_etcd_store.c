@@ -1,7 +1,7 @@
 /*
  * test_etcd_store.c - the etcd store beyond the shared contract: one test
  * for each defect of the Go YurtHub's etcd cache that applies here
- * (reference §3.8), the key layout as etcdctl sees it, sharing between
+ * (marked "YurtHub defect"), the key layout as etcdctl sees it, sharing between
  * nodes and components, tombstones, a 10,000-object replace under etcd's
  * default limits, and etcd going away.  One real etcd serves the file;
  * each test has its own --etcd-prefix.
@@ -205,7 +205,7 @@ static char *pods_in_etcd(const char *prefix)
 		free(got_);                                                                        \
 	} while (0)
 
-/* ---- §3.8: relisting deletes exactly what vanished, every time ---- */
+/* ---- YurtHub defect: relisting deletes exactly what vanished, every time ---- */
 
 static void test_relist_second_and_third_time(void **state)
 {
@@ -249,7 +249,7 @@ static void test_namespaced_replace_leaves_other_namespaces(void **state)
 	assert_records_ok(f->a);
 }
 
-/* ---- §3.8: a failed Txn leaves no ownership behind ---- */
+/* ---- YurtHub defect: a failed Txn leaves no ownership behind ---- */
 
 static void test_failed_txn_no_phantom_ownership(void **state)
 {
@@ -405,7 +405,7 @@ static void test_etcd_killed_during_writes(void **state)
 	assert_true(count_fds() <= fds + 2);
 }
 
-/* ---- §3.8: pods are not podtemplates; names with punctuation ---- */
+/* ---- YurtHub defect: pods are not podtemplates; names with punctuation ---- */
 
 static void test_pods_never_return_podtemplates(void **state)
 {

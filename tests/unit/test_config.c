@@ -620,6 +620,32 @@ static void test_validate_ranges(void **state)
 	validate_fails(ARGC(v1), v1, "--v");
 }
 
+/* Issue 11: --min-request-timeout=0 parsed and validated, and then every
+ * offline watch without timeoutSeconds ended at once.  Every spelling of
+ * zero is refused now, naming the flag; the smallest positive value passes. */
+static void test_validate_min_request_timeout(void **state)
+{
+	(void)state;
+	static const char *const zeros[] = {"--min-request-timeout=0", "--min-request-timeout=0s",
+					    "--min-request-timeout=0m0s",
+					    "--min-request-timeout=0h"};
+	for (size_t i = 0; i < sizeof zeros / sizeof zeros[0]; i++) {
+		const char *const a[] = {REQ, zeros[i]};
+		validate_fails(ARGC(a), a, "--min-request-timeout");
+	}
+	const char *const sep[] = {REQ, "--min-request-timeout", "0"};
+	validate_fails(ARGC(sep), sep, "--min-request-timeout");
+	struct config c;
+	const char *const one[] = {REQ, "--min-request-timeout=1s"};
+	validate_ok(ARGC(one), one, &c);
+	assert_int_equal(c.min_request_timeout, 1);
+	config_free(&c);
+	const char *const def[] = {REQ};
+	validate_ok(ARGC(def), def, &c);
+	assert_int_equal(c.min_request_timeout, 1800);
+	config_free(&c);
+}
+
 struct files {
 	char dir[512];
 	char cert[600], key[600];
@@ -868,6 +894,7 @@ int main(void)
 	    cmocka_unit_test(test_validate_bad_url),
 	    cmocka_unit_test(test_validate_enums),
 	    cmocka_unit_test(test_validate_ranges),
+	    cmocka_unit_test(test_validate_min_request_timeout),
 	    cmocka_unit_test(test_validate_files),
 	    cmocka_unit_test(test_help_documents_flags),
 	    cmocka_unit_test(test_help_does_not_document_ignored_flags),
