@@ -1,0 +1,189 @@
+"""End to end, the request path (issue 11): how requests come in and how
+their answers end, read off the raw socket.
+
+- integers from the URL: a watch with timeoutSeconds=2^63-1 neither kills the
+  hub (offline) nor ends at once (online)
+"""
+
+import json
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Double, Hub, Suite, get, wait_for  # noqa: E402
+
+UA = "e2e-reqpath/1.0"
+HUGE = "9223372036854775807"
+
+
+class Raw:
+    """One HTTP/1.1 exchange on a socket of its own, read strictly: the head,
+    then the body chunk by chunk, telling a final chunk from a cut."""
+
+    def __init__(self, port, method, path, headers=None, body=b"", tls=None):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+        if tls:
+            self.sock = tls.wrap_socket(self.sock, server_hostname="127.0.0.1")
+        hdrs = {"Host": "127.0.0.1", "User-Agent": UA, "Accept": "application/json"}
+        hdrs.update(headers or {})
+        if body:
+            hdrs["Content-Length"] = str(len(body))
+        head = "%s %s HTTP/1.1\r\n" % (method, path)
+        head += "".join("%s: %s\r\n" % kv for kv in hdrs.items()) + "\r\n"
+        self.sock.sendall(head.encode() + body)
+        self.buf = b""
+
+    def _fill(self, timeout):
+        """More bytes into buf; False at EOF (or a reset: also an end)."""
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(65536)
+        except ConnectionResetError:
+            return False
+        if not data:
+            return False
+        self.buf += data
+        return True
+
+    def _line(self, timeout):
+        deadline = time.time() + timeout
+        while b"\r\n" not in self.buf:
+            if not self._fill(max(0.01, deadline - time.time())):
+                raise EOFError("connection closed in a line")
+        line, _, self.buf = self.buf.partition(b"\r\n")
+        return line
+
+    def head(self, timeout=30):
+        """(status, {lower-case name: value})."""
+        status = int(self._line(timeout).split()[1])
+        hdrs = {}
+        while True:
+            line = self._line(timeout)
+            if not line:
+                return status, hdrs
+            k, _, v = line.decode().partition(":")
+            hdrs[k.strip().lower()] = v.strip()
+
+    def chunk(self, timeout):
+        """The next chunk's bytes; b"" for the final chunk (trailers read);
+        raises EOFError when the connection ends without one (a cut),
+        socket.timeout when nothing comes in time."""
+        size = int(self._line(timeout).split(b";")[0], 16)
+        if size == 0:
+            while self._line(timeout):
+                pass
+            return b""
+        deadline = time.time() + timeout
+        while len(self.buf) < size + 2:
+            if not self._fill(max(0.01, deadline - time.time())):
+                raise EOFError("connection closed in a chunk")
+        data, self.buf = self.buf[:size], self.buf[size + 2:]
+        return data
+
+    def events_until_end(self, timeout):
+        """Watch events up to the final chunk: (events, "final" | "cut" | "open")."""
+        events, text = [], b""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            try:
+                data = self.chunk(max(0.05, deadline - time.time()))
+            except EOFError:
+                return events, "cut"
+            except socket.timeout:
+                break
+            if data == b"":
+                return events, "final"
+            text += data
+            while b"\n" in text:
+                line, _, text = text.partition(b"\n")
+                if line.strip():
+                    events.append(json.loads(line))
+        return events, "open"
+
+    def closed_cleanly(self, timeout=10):
+        """Does the peer close the connection (FIN, no reset, no more bytes)?"""
+        try:
+            return not self.buf and not self._fill(timeout) and not self.buf
+        except socket.timeout:
+            return False
+
+    def close(self):
+        self.sock.close()
+
+
+def hub_healthy(hub):
+    try:
+        return get("127.0.0.1", hub.serve_port, "/v1/healthz", timeout=5)[0] == 200
+    except OSError:
+        return False
+
+
+def online(hub):
+    return hub.metric("yurthub_upstream_healthy") == 1
+
+
+def offline(hub):
+    return hub.metric("yurthub_upstream_healthy") == 0
+
+
+def pod(name, phase="Running"):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": "node1", "containers": [{"name": "c", "image": "busybox"}]},
+            "status": {"phase": phase}}
+
+
+# ---- item 5: integers from the URL ----
+
+def test_huge_timeout_online(t, double, hub):
+    w = Raw(hub.proxy_port, "GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion="
+            "0&timeoutSeconds=" + HUGE)
+    status, _ = w.head()
+    t.check("online watch with timeoutSeconds=2^63-1: 200", status == 200, status)
+    w.events_until_end(1)  # the initial ADDED events
+    double.put_object(pod("huge-timeout"))
+    events, end = w.events_until_end(10)
+    t.check("it stays open and passes the next event on",
+            any(e["object"]["metadata"]["name"] == "huge-timeout" for e in events),
+            "%s %s" % (end, [e["type"] for e in events]))
+    w.close()
+
+
+def test_huge_timeout_offline(t, double, hub):
+    rv = json.loads(get("127.0.0.1", double.port, "/api/v1/namespaces/default/pods")[2])
+    rv = rv["metadata"]["resourceVersion"]
+    double.cut("refuse")
+    wait_for(lambda: offline(hub), 15, what="the hub to see the cloud gone")
+    w = Raw(hub.proxy_port, "GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion=%s"
+            "&timeoutSeconds=%s" % (rv, HUGE))
+    try:
+        status, _ = w.head(10)
+    except EOFError:
+        status = None
+    t.check("offline watch with timeoutSeconds=2^63-1: 200", status == 200, status)
+    t.check("the hub is alive after it", hub_healthy(hub) and hub.proc.poll() is None,
+            hub.tail())
+    _, end = w.events_until_end(1.5)
+    t.check("the offline watch stays open (no deadline in the past)", end == "open", end)
+    double.restore()
+    wait_for(lambda: online(hub), 15, what="the hub to see the cloud back")
+    _, end = w.events_until_end(10)
+    t.check("it ends, with its final chunk, once the cloud is back", end == "final", end)
+    w.close()
+
+
+def main():
+    t = Suite("request-path")
+    double = Double(t.workdir, ["--seed", "sample", "--node", "node1"])
+    t.cleanups.append(double.stop)
+    hub = Hub(t.workdir, [double.url])
+    t.cleanups.append(hub.stop)
+    t.run(test_huge_timeout_online, double, hub)
+    t.run(test_huge_timeout_offline, double, hub)
+    t.finish()
+
+
+if __name__ == "__main__":
+    main()
