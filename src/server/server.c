@@ -105,15 +105,23 @@ static bool client_cert_ok(struct MHD_Connection *c)
 
 /* ---- the access handler ---- */
 
+/* What is refused as soon as the headers are in, before any of the body is
+ * read (libmicrohttpd then closes the connection instead of reading it):
+ * 1 when nothing is, else the answer's result. */
+static int refuse_early(struct daemon_ctx *dc, struct request *req)
+{
+	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn))
+		return reply_status(
+		    req, 401, NULL,
+		    "a client certificate signed by the hub's client CA is required", NULL);
+	return 1;
+}
+
 static int dispatch(struct daemon_ctx *dc, struct request *req)
 {
 	const struct server_routes *rt = dc->routes;
 	if (dc->kind == PORT_HUB)
 		return rt->hub(rt->hub_ctx, req);
-	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn))
-		return reply_status(
-		    req, 401, NULL,
-		    "a client certificate signed by the hub's client CA is required", NULL);
 	if (req->body_too_large)
 		return reply_status(req, 413, NULL, "request body too large", NULL);
 	return rt->proxy(rt->proxy_ctx, req);
@@ -130,8 +138,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	struct request *req = *req_cls;
 	if (!req)
 		return MHD_NO;
-	if (!req->started) /* the body, if any, comes in the next calls */
-		return request_begin(req, method) == 0 ? MHD_YES : MHD_NO;
+	if (!req->started) { /* the body, if any, comes in the next calls */
+		if (request_begin(req, method) < 0)
+			return MHD_NO;
+		int rc = refuse_early(dc, req);
+		return rc == 1 ? MHD_YES : result(rc);
+	}
 	if (*upload_size) {
 		if (req->body.len + *upload_size > LIMIT_BODY)
 			req->body_too_large = true;

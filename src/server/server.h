@@ -7,8 +7,9 @@
  * handlers do.
  *
  * Before a handler runs, the adapter has read the request line and headers,
- * checked the secure port's client certificate, and collected the body (up
- * to LIMIT_BODY).  It counts every finished proxy request in the metrics.
+ * checked the secure port's client certificate (as soon as the headers are
+ * in: a client without one never gets a byte of its body read), and
+ * collected the body (up to LIMIT_BODY).  It counts every finished proxy request in the metrics.
  *
  * Threading: one thread per client connection (MHD_USE_THREAD_PER_CONNECTION),
  * capped by a connection limit.  A connection's thread does all the work of
