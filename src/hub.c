@@ -23,6 +23,7 @@
 #include "cloud/health.h"
 #include "cloud/upstream.h"
 #include "housekeeping.h"
+#include "http/limits.h"
 #include "http/response.h"
 #include "metrics/metrics.h"
 #include "proxy/outbox.h"
@@ -45,6 +46,7 @@ struct hub {
 	struct outbox *outbox; /* offline Events, sent when the cloud is back */
 	struct metrics metrics;
 	struct proxy proxy;
+	struct request_gate gate; /* --max-requests-in-flight, the body budget */
 	struct server *server;
 	struct housekeeping *housekeeping; /* object count; etcd tombstones, strays */
 	atomic_bool ready;		   /* the store has recovered */
@@ -186,7 +188,10 @@ static int start(struct hub *h)
 	p->outbox = h->outbox;
 	p->metrics = &h->metrics;
 	p->min_request_timeout = h->cfg->min_request_timeout;
-	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h, &h->metrics};
+	h->metrics.max_in_flight = h->cfg->max_requests_in_flight;
+	h->gate.m = &h->metrics;
+	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h,
+				       &h->metrics,  &h->gate};
 	return server_start(h->cfg, &routes, &h->server);
 }
 

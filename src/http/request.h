@@ -29,7 +29,10 @@ struct request {
 	char *ri_err;	 /* why ri_ok is false */
 	char *component; /* User-Agent's first word, lower-cased; "" for none */
 	struct buf body;
-	bool started, body_too_large, is_watch;
+	size_t body_held; /* of the hub's body budget (http/limits.h) */
+	bool started, is_watch;
+	bool body_too_large, body_no_room; /* refused: over LIMIT_BODY, LIMIT_BODIES */
+	bool counted;			   /* against --max-requests-in-flight */
 	struct timespec t0;
 	unsigned int status;		 /* what was answered, for metrics */
 	struct pending_upgrade *upgrade; /* a 101 queued, not yet taken over */

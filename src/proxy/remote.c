@@ -36,8 +36,9 @@ struct remote {
 	CURL *easy;
 	CURLM *multi;
 	struct curl_slist *req_headers;
-	char *body;
+	const char *body; /* the request's; curl reads it while it uploads */
 	size_t body_len;
+	struct buf owned_body; /* the request's body once this answer streams */
 
 	unsigned int status;
 	bool headers_done, done, paused, long_running, counted_watch;
@@ -244,7 +245,7 @@ static void remote_free(struct remote *r)
 	curl_slist_free_all(r->req_headers);
 	clear_headers(r);
 	buf_free(&r->pending);
-	free(r->body);
+	buf_free(&r->owned_body);
 	free(r);
 }
 
@@ -468,13 +469,10 @@ static enum remote_outcome attempt(struct proxy *p, struct request *req, enum ca
 	r->p = p;
 	r->b = b;
 	r->client_fd = -1;
+	/* borrowed while attempts last; taken over (not copied) by the one
+	 * that answers, see remote_proxy() */
+	r->body = req->body.data;
 	r->body_len = req->body.len;
-	if (req->body.len && !(r->body = malloc(req->body.len))) {
-		free(r);
-		return REMOTE_ERROR;
-	}
-	if (req->body.len)
-		memcpy(r->body, req->body.data, req->body.len);
 	if (setup(r, req, mode) < 0) {
 		remote_free(r);
 		return REMOTE_ERROR;
@@ -516,6 +514,11 @@ enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cach
 	}
 	if (out != REMOTE_ANSWERED)
 		return out;
+	/* The answer may outlive the request; curl may still be sending the
+	 * body (a server may answer before reading it all).  Same bytes, new
+	 * owner: r->body stays valid. */
+	r->owned_body = req->body;
+	req->body = (struct buf)BUF_INIT;
 	r->tee = cache_tee_new(p->cache, mode, req->component, &req->ri, (int)r->status,
 			       find_header(r, "Content-Type"), find_header(r, "Content-Encoding"));
 	/* bytes that arrived with the headers */

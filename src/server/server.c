@@ -78,6 +78,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 		if (req->started)
 			count_finished(dc->routes->metrics, req);
 	}
+	gate_release(dc->routes->gate, req);
 	request_free(req);
 	*req_cls = NULL;
 }
@@ -110,20 +111,36 @@ static bool client_cert_ok(struct MHD_Connection *c)
  * 1 when nothing is, else the answer's result. */
 static int refuse_early(struct daemon_ctx *dc, struct request *req)
 {
+	if (dc->kind == PORT_HUB)
+		return 1;
 	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn))
 		return reply_status(
 		    req, 401, NULL,
 		    "a client certificate signed by the hub's client CA is required", NULL);
-	return 1;
+	return gate_admit(dc->routes->gate, req);
+}
+
+/* One piece of the body: kept when it fits the limits, dropped (and the
+ * request refused once the body is in) when it does not.  0 or -1. */
+static int take_body(struct daemon_ctx *dc, struct request *req, const char *data, size_t n)
+{
+	if (!gate_take_body(dc->routes->gate, req, n))
+		return 0;
+	/* all at once when announced: a doubling buffer would hold up to twice
+	 * what the budget counts */
+	long long announced = request_announced_length(req);
+	if (!req->body.cap && announced > 0 && buf_reserve(&req->body, (size_t)announced) < 0)
+		return -1;
+	return buf_append(&req->body, data, n);
 }
 
 static int dispatch(struct daemon_ctx *dc, struct request *req)
 {
 	const struct server_routes *rt = dc->routes;
+	if (req->body_too_large || req->body_no_room)
+		return gate_refuse_body(rt->gate, req);
 	if (dc->kind == PORT_HUB)
 		return rt->hub(rt->hub_ctx, req);
-	if (req->body_too_large)
-		return reply_status(req, 413, NULL, "request body too large", NULL);
 	return rt->proxy(rt->proxy_ctx, req);
 }
 
@@ -145,9 +162,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return rc == 1 ? MHD_YES : result(rc);
 	}
 	if (*upload_size) {
-		if (req->body.len + *upload_size > LIMIT_BODY)
-			req->body_too_large = true;
-		else if (buf_append(&req->body, upload_data, *upload_size) < 0)
+		if (take_body(dc, req, upload_data, *upload_size) < 0)
 			return MHD_NO;
 		*upload_size = 0;
 		return MHD_YES;

@@ -8,8 +8,9 @@
  *
  * Before a handler runs, the adapter has read the request line and headers,
  * checked the secure port's client certificate (as soon as the headers are
- * in: a client without one never gets a byte of its body read), and
- * collected the body (up to LIMIT_BODY).  It counts every finished proxy request in the metrics.
+ * in: a client without one never gets a byte of its body read), applied
+ * the limits of http/limits.h (--max-requests-in-flight, the body sizes),
+ * and collected the body.  It counts every finished proxy request in the metrics.
  *
  * Threading: one thread per client connection (MHD_USE_THREAD_PER_CONNECTION),
  * capped by a connection limit.  A connection's thread does all the work of
@@ -20,6 +21,7 @@
 #define YURTHUB_SERVER_SERVER_H
 
 #include "config.h"
+#include "http/limits.h"
 #include "http/request.h"
 #include "metrics/metrics.h"
 
@@ -32,6 +34,7 @@ struct server_routes {
 	server_handler hub; /* the serve port */
 	void *hub_ctx;
 	struct metrics *metrics;
+	struct request_gate *gate; /* --max-requests-in-flight, the body budget */
 };
 
 struct server;

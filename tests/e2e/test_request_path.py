@@ -3,6 +3,11 @@ their answers end, read off the raw socket.
 
 - integers from the URL: a watch with timeoutSeconds=2^63-1 neither kills the
   hub (offline) nor ends at once (online)
+- --max-requests-in-flight: with two requests held by the cloud, a third gets
+  429 TooManyRequests with Retry-After: 1 at once, a watch is still served,
+  and the metrics show it; the limit frees when the requests end
+- the request-body budget: bodies over 16 MiB get 413 before they are read;
+  while 64 MiB of bodies are held, another body gets 429
 """
 
 import json
@@ -174,6 +179,95 @@ def test_huge_timeout_offline(t, double, hub):
     w.close()
 
 
+# ---- item 6: --max-requests-in-flight and the body budget ----
+
+def hang(double, path, count):
+    """The next count requests under path get headers, then nothing (the
+    test double's hostile mode), until their client goes."""
+    s, body = double.control("POST", "/hostile?mode=hang&seconds=60&count=%d&path=%s"
+                             % (count, path))
+    assert s == 200, body
+
+
+def scrape(hub, name):
+    return hub.metric(name) or 0
+
+
+def test_in_flight_limit(t, double, workdir):
+    hub = Hub(workdir, [double.url], name="limited", extra=["--max-requests-in-flight=2"])
+    try:
+        in_flight_limit(t, double, hub)
+    finally:
+        hub.stop()
+
+
+def in_flight_limit(t, double, hub):
+    path = "/api/v1/namespaces/default/configmaps"
+    hang(double, path, 2)
+    held = [Raw(hub.proxy_port, "GET", path) for _ in range(2)]
+    t.check("two requests are held by the cloud", all(h.head()[0] == 200 for h in held))
+    wait_for(lambda: scrape(hub, "yurthub_requests_limited_in_flight") == 2, 10,
+             what="two requests counted")
+    r = Raw(hub.proxy_port, "GET", "/api/v1/namespaces/default/pods")
+    status, hdrs = r.head(10)
+    body = r.buf
+    while len(body) < int(hdrs.get("content-length", "0")) and r._fill(5):
+        body = r.buf
+    r.close()
+    doc = json.loads(body) if body else {}
+    t.check("a third request is answered 429 TooManyRequests at once",
+            status == 429 and doc.get("reason") == "TooManyRequests" and doc.get("code") == 429,
+            "%s %s" % (status, body[:200]))
+    t.check("with Retry-After: 1 (header and details)", hdrs.get("retry-after") == "1" and
+            doc.get("details", {}).get("retryAfterSeconds") == 1, hdrs)
+    w = Raw(hub.proxy_port, "GET", "/api/v1/namespaces/default/pods?watch=1&resourceVersion=0")
+    t.check("a watch is not counted: it is served", w.head(10)[0] == 200)
+    w.close()
+    t.check("yurthub_requests_rejected_total{reason=\"in_flight\"} is 1",
+            scrape(hub, 'yurthub_requests_rejected_total{reason="in_flight"}') == 1)
+    t.check("yurthub_requests_max_in_flight is the flag",
+            scrape(hub, "yurthub_requests_max_in_flight") == 2)
+    for h in held:
+        h.close()
+    wait_for(lambda: scrape(hub, "yurthub_requests_limited_in_flight") == 0, 10,
+             what="the held requests to end")
+    s, _, _ = get("127.0.0.1", hub.proxy_port, "/api/v1/namespaces/default/pods")
+    t.check("once they end, requests are served again", s == 200, s)
+
+
+def test_body_budget(t, double, hub):
+    big = Raw(hub.proxy_port, "PUT", "/api/v1/namespaces/default/configmaps/big",
+              headers={"Content-Type": "application/json",
+                       "Content-Length": str(16 * 1024 * 1024 + 1)})
+    status, _ = big.head(10)
+    t.check("a body over 16 MiB gets 413 before any of it is sent", status == 413, status)
+    big.close()
+    # four bodies of 16 MiB, held while the cloud holds their requests
+    path = "/api/v1/namespaces/default/configmaps"
+    hang(double, path, 4)
+    body = b"{" + b" " * (16 * 1024 * 1024 - 2) + b"}"
+    held = [Raw(hub.proxy_port, "POST", path, headers={"Content-Type": "application/json"},
+                body=body) for _ in range(4)]
+    t.check("four 16 MiB bodies are taken", all(h.head(60)[0] == 200 for h in held))
+    t.check("yurthub_request_body_bytes shows them",
+            scrape(hub, "yurthub_request_body_bytes") == 4 * len(body),
+            scrape(hub, "yurthub_request_body_bytes"))
+    more = Raw(hub.proxy_port, "POST", path, headers={"Content-Type": "application/json"},
+               body=b'{"kind":"ConfigMap"}')
+    status, hdrs = more.head(10)
+    t.check("a fifth body gets 429 with Retry-After while they are held",
+            status == 429 and hdrs.get("retry-after") == "1", status)
+    more.close()
+    t.check("yurthub_requests_rejected_total{reason=\"body_memory\"} is 1",
+            scrape(hub, 'yurthub_requests_rejected_total{reason="body_memory"}') == 1)
+    for h in held:
+        h.close()
+    wait_for(lambda: scrape(hub, "yurthub_request_body_bytes") == 0, 10,
+             what="the bodies to be let go")
+    s, _, _ = get("127.0.0.1", hub.proxy_port, "/api/v1/namespaces/default/pods")
+    t.check("then requests are served again", s == 200, s)
+
+
 def main():
     t = Suite("request-path")
     double = Double(t.workdir, ["--seed", "sample", "--node", "node1"])
@@ -182,6 +276,8 @@ def main():
     t.cleanups.append(hub.stop)
     t.run(test_huge_timeout_online, double, hub)
     t.run(test_huge_timeout_offline, double, hub)
+    t.run(test_in_flight_limit, double, t.workdir)
+    t.run(test_body_budget, double, hub)
     t.finish()
 
 
