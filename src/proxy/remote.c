@@ -19,6 +19,7 @@
 #include "cache/manager.h"
 #include "http/limits.h"
 #include "http/response.h"
+#include "kube/framing.h"
 #include "proxy/proxy.h"
 #include "util/log.h"
 
@@ -41,7 +42,9 @@ struct remote {
 	struct buf owned_body; /* the request's body once this answer streams */
 
 	unsigned int status;
-	bool headers_done, done, paused, long_running, counted_watch;
+	bool headers_done, done, paused, long_running, is_watch, counted_watch;
+	bool framing_ready;
+	struct framing framing; /* of a watch: do the bytes so far end an event? */
 	bool headers_too_large;
 	size_t header_bytes;
 	CURLcode result;
@@ -119,6 +122,26 @@ static size_t on_header(char *line, size_t size, size_t n, void *p)
 	return len;
 }
 
+static const char *find_header(const struct remote *r, const char *name)
+{
+	for (size_t i = 0; i < r->nhdrs; i++)
+		if (!strcasecmp(r->hdrs[i].name, name))
+			return r->hdrs[i].value;
+	return NULL;
+}
+
+/* Where the watch events end in what was passed on (kube/framing.h). */
+static void track_framing(struct remote *r, const char *data, size_t len)
+{
+	if (!r->is_watch)
+		return;
+	if (!r->framing_ready) { /* the headers are all in by the first byte */
+		framing_init(&r->framing, find_header(r, "Content-Type"));
+		r->framing_ready = true;
+	}
+	framing_feed(&r->framing, data, len);
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *p)
 {
 	struct remote *r = p;
@@ -130,16 +153,9 @@ static size_t on_body(char *data, size_t size, size_t n, void *p)
 	if (buf_append(&r->pending, data, len) < 0)
 		return 0;
 	cache_tee_feed(r->tee, data, len);
+	track_framing(r, data, len);
 	atomic_fetch_add(&r->p->metrics->proxied_bytes, len);
 	return len;
-}
-
-static const char *find_header(const struct remote *r, const char *name)
-{
-	for (size_t i = 0; i < r->nhdrs; i++)
-		if (!strcasecmp(r->hdrs[i].name, name))
-			return r->hdrs[i].value;
-	return NULL;
 }
 
 /* ---- driving libcurl ---- */
@@ -266,10 +282,21 @@ static ssize_t read_body(void *cls, char *out, size_t max)
 		}
 		return (ssize_t)n;
 	}
-	if (r->result != CURLE_OK)
-		log_v(1, "proxy: %s: stream ended early: %s", r->b->url,
+	if (r->result == CURLE_OK)
+		return REPLY_END;
+	/* A watch that ends between two events - the hub ended it (the cloud
+	 * is unhealthy, the hub stops, its deadline), or the cloud's side broke
+	 * there - ends with a final chunk: the client sees "watch closed" and
+	 * re-watches, as from kube-apiserver.  Anything else, and a watch cut
+	 * inside an event, is broken off, so that a client cannot take what it
+	 * got for complete. */
+	if (r->is_watch && framing_between_events(&r->framing)) {
+		log_v(1, "proxy: %s: watch ended between events (%s): closed cleanly", r->b->url,
 		      curl_easy_strerror(r->result));
-	return r->result == CURLE_OK ? REPLY_END : REPLY_ABORT;
+		return REPLY_END;
+	}
+	log_v(1, "proxy: %s: stream ended early: %s", r->b->url, curl_easy_strerror(r->result));
+	return REPLY_ABORT;
 }
 
 static void free_body(void *cls)
@@ -422,6 +449,7 @@ static int setup(struct remote *r, struct request *req, enum cache_mode *mode)
 			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
 	}
 	r->long_running = request_is_long_running(ri);
+	r->is_watch = ri->verb == VERB_WATCH;
 	set_deadline(r, ri, p->min_request_timeout);
 	r->client_fd = request_client_fd(req);
 	return curl_multi_add_handle(r->multi, e) == CURLM_OK ? 0 : -1;

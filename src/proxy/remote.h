@@ -11,7 +11,10 @@
  *
  * A watch or other long-running request ends when its backend is declared
  * unhealthy, when the hub stops, or when the client goes away, so that a
- * client never sits on a silent, dead stream.
+ * client never sits on a silent, dead stream.  A watch that ends between two
+ * events (kube/framing.h) - so ended, or closed by the cloud there - gets
+ * its final chunk, as from kube-apiserver, and the client re-watches; any
+ * other cut answer is broken off, so that no client takes it for whole.
  */
 #ifndef YURTHUB_PROXY_REMOTE_H
 #define YURTHUB_PROXY_REMOTE_H

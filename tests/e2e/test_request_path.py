@@ -8,6 +8,10 @@ their answers end, read off the raw socket.
   and the metrics show it; the limit frees when the requests end
 - the request-body budget: bodies over 16 MiB get 413 before they are read;
   while 64 MiB of bodies are held, another body gets 429
+- a proxied watch that the hub ends (its cloud declared unhealthy), or whose
+  cloud closes it between events, ends with the final chunk: the kept-alive
+  connection carries the next request, and with Connection: close the hub
+  closes it cleanly; a watch cut inside an event is broken off
 """
 
 import json
@@ -268,6 +272,88 @@ def test_body_budget(t, double, hub):
     t.check("then requests are served again", s == 200, s)
 
 
+# ---- item 4: how a proxied watch ends ----
+
+WATCH = "/api/v1/namespaces/default/pods?watch=1&resourceVersion=0"
+
+
+def opened_watch(t, hub, what, headers=None):
+    w = Raw(hub.proxy_port, "GET", WATCH, headers=headers)
+    status, _ = w.head()
+    events, end = w.events_until_end(2)
+    t.check("%s: the watch is open with its initial events" % what,
+            status == 200 and events and end == "open", "%s %s" % (status, end))
+    return w
+
+
+def back_online(double, hub):
+    double.restore()
+    wait_for(lambda: online(hub), 20, what="the hub to see the cloud back")
+
+
+def test_watch_end(t, double, workdir):
+    hub = Hub(workdir, [double.url], name="watchend")
+    try:
+        wait_for(lambda: online(hub), 15, what="the cloud healthy")
+        watch_end_unhealthy(t, double, hub)
+        watch_end_connection_close(t, double, hub)
+        watch_end_cloud_closes(t, double, hub)
+        watch_cut_inside_event(t, double, hub)
+    finally:
+        hub.stop()
+
+
+def watch_end_unhealthy(t, double, hub):
+    w = opened_watch(t, hub, "unhealthy")
+    double.cut("blackhole")  # the stream goes silent; probes time out
+    _, end = w.events_until_end(40)
+    t.check("when its cloud is declared unhealthy the watch ends with the final chunk",
+            end == "final", end)
+    # the response ended properly, so the kept-alive connection goes on
+    w.sock.sendall(b"GET /api/v1/namespaces/default/pods/not-there HTTP/1.1\r\nHost: x\r\n"
+                   b"User-Agent: e2e-reqpath/1.0\r\nAccept: application/json\r\n\r\n")
+    status, _ = w.head(20)
+    t.check("the same connection carries the next request (answered offline)", status == 404,
+            status)
+    w.close()
+    back_online(double, hub)
+
+
+def watch_end_connection_close(t, double, hub):
+    w = opened_watch(t, hub, "Connection: close", headers={"Connection": "close"})
+    double.cut("blackhole")
+    _, end = w.events_until_end(40)
+    t.check("Connection: close: the final chunk", end == "final", end)
+    t.check("then the hub closes the connection cleanly (FIN, nothing more)",
+            w.closed_cleanly())
+    w.close()
+    back_online(double, hub)
+
+
+def watch_end_cloud_closes(t, double, hub):
+    w = opened_watch(t, hub, "cloud closes")
+    double.cut("refuse")  # shuts the cloud's side of every connection, between events
+    _, end = w.events_until_end(40)
+    t.check("a watch whose cloud closes it between events ends with the final chunk",
+            end == "final", end)
+    w.close()
+    back_online(double, hub)
+
+
+def watch_cut_inside_event(t, double, hub):
+    path = "/api/v1/namespaces/default/configmaps"
+    s, body = double.control("POST", "/hostile?mode=cut&count=1&path=" + path)
+    assert s == 200, body
+    w = Raw(hub.proxy_port, "GET", path + "?watch=1")
+    status, _ = w.head()
+    events, end = w.events_until_end(20)
+    t.check("a watch its cloud cuts inside an event is broken off, not ended cleanly "
+            "(after the whole event before it)",
+            status == 200 and end == "cut" and len(events) == 1, "%s %s %s" % (status, end,
+                                                                             events))
+    w.close()
+
+
 def main():
     t = Suite("request-path")
     double = Double(t.workdir, ["--seed", "sample", "--node", "node1"])
@@ -278,6 +364,7 @@ def main():
     t.run(test_huge_timeout_offline, double, hub)
     t.run(test_in_flight_limit, double, t.workdir)
     t.run(test_body_budget, double, hub)
+    t.run(test_watch_end, double, t.workdir)
     t.finish()
 
 
