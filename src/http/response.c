@@ -122,17 +122,28 @@ const char *reply_reason(int code)
 	}
 }
 
+/* s as a JSON string: escaped, and what is not UTF-8 replaced (a message
+ * may quote a URL, which can hold any bytes). */
+static int json_text(struct buf *b, const char *s)
+{
+	struct buf utf8 = BUF_INIT;
+	int rc = buf_append_utf8(&utf8, s, strlen(s));
+	rc = rc ? rc : buf_append_json_str(b, buf_cstr(&utf8), utf8.len);
+	buf_free(&utf8);
+	return rc;
+}
+
 struct reply *reply_status_new(int code, const char *reason, const char *message,
 			       const char *details_json)
 {
 	struct buf b = BUF_INIT;
 	int rc = buf_append_str(&b, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
 				    "\"status\":\"Failure\",\"message\":");
-	rc = rc ? rc : buf_append_json_str(&b, message, strlen(message));
+	rc = rc ? rc : json_text(&b, message);
 	rc = rc ? rc : buf_append_str(&b, ",\"reason\":");
 	if (!reason)
 		reason = reply_reason(code);
-	rc = rc ? rc : buf_append_json_str(&b, reason, strlen(reason));
+	rc = rc ? rc : json_text(&b, reason);
 	if (rc == 0 && details_json)
 		rc = buf_printf(&b, ",\"details\":%s", details_json);
 	rc = rc ? rc : buf_printf(&b, ",\"code\":%d}\n", code);

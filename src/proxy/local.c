@@ -17,6 +17,7 @@
 #include "kube/kinds.h"
 #include "kube/meta.h"
 #include "kube/patch.h"
+#include "proxy/local_internal.h"
 #include "proxy/outbox.h"
 #include "proxy/proxy.h"
 #include "util/base64.h"
@@ -113,9 +114,9 @@ int local_append_object(struct buf *out, const char *obj, size_t len, const stru
 	bool empty = p < obj + len && *p == '}';
 	int rc = buf_append(out, obj, (size_t)(rest - obj));
 	rc = rc ? rc : buf_append_str(out, "\"kind\":");
-	rc = rc ? rc : buf_append_json_str(out, k->kind, strlen(k->kind));
+	rc = rc ? rc : local_json_string(out, k->kind);
 	rc = rc ? rc : buf_append_str(out, ",\"apiVersion\":");
-	rc = rc ? rc : buf_append_json_str(out, k->api_version, strlen(k->api_version));
+	rc = rc ? rc : local_json_string(out, k->api_version);
 	rc = rc ? rc : buf_append_str(out, empty ? "" : ",");
 	return rc ? rc : buf_append(out, rest, rest_len);
 }
@@ -143,20 +144,31 @@ static int find_object(struct proxy *p, struct request *req, struct buf *out, ch
 	return rc;
 }
 
+/* A Status's details: {"name":...,["group":...,]"kind":...}; NULL on ENOMEM
+ * (the Status goes without). */
+static const char *status_details(struct buf *out, const char *name, const char *group,
+				  const char *kind)
+{
+	int rc = buf_append_str(out, "{\"name\":");
+	rc = rc ? rc : local_json_string(out, name);
+	if (group) {
+		rc = rc ? rc : buf_append_str(out, ",\"group\":");
+		rc = rc ? rc : local_json_string(out, group);
+	}
+	rc = rc ? rc : buf_append_str(out, ",\"kind\":");
+	rc = rc ? rc : local_json_string(out, kind);
+	rc = rc ? rc : buf_append_str(out, "}");
+	return rc ? NULL : out->data;
+}
+
 static int not_cached(struct request *req)
 {
-	struct buf msg = BUF_INIT;
+	struct buf msg = BUF_INIT, details = BUF_INIT;
 	buf_printf(&msg, "%s \"%s\" not found (the cloud is unreachable and the hub has no copy)",
 		   req->ri.resource, req->ri.name);
-	struct buf details = BUF_INIT;
-	buf_append_str(&details, "{\"name\":");
-	buf_append_json_str(&details, req->ri.name, strlen(req->ri.name));
-	buf_append_str(&details, ",\"group\":");
-	buf_append_json_str(&details, req->ri.api_group, strlen(req->ri.api_group));
-	buf_append_str(&details, ",\"kind\":");
-	buf_append_json_str(&details, req->ri.resource, strlen(req->ri.resource));
-	buf_append_str(&details, "}");
-	int r = reply_status(req, 404, "NotFound", buf_cstr(&msg), buf_cstr(&details));
+	int r = reply_status(
+	    req, 404, "NotFound", buf_cstr(&msg),
+	    status_details(&details, req->ri.name, req->ri.api_group, req->ri.resource));
 	buf_free(&msg);
 	buf_free(&details);
 	return r;
@@ -193,11 +205,12 @@ static bool is_event(const struct request_info *ri)
 	       (!*ri->api_group || !strcmp(ri->api_group, "events.k8s.io"));
 }
 
-/* JWTs use base64url without padding. */
-static void append_b64url(struct buf *out, const void *data, size_t len)
+/* JWTs use base64url without padding.  0 or -1. */
+static int append_b64url(struct buf *out, const void *data, size_t len)
 {
 	size_t start = out->len;
-	base64_encode(data, len, out);
+	if (base64_encode(data, len, out) < 0)
+		return -1;
 	size_t w = start;
 	for (size_t r = start; r < out->len; r++) {
 		char ch = out->data[r];
@@ -208,6 +221,46 @@ static void append_b64url(struct buf *out, const void *data, size_t len)
 	out->len = w;
 	if (out->data)
 		out->data[w] = '\0';
+	return 0;
+}
+
+int local_json_string(struct buf *out, const char *s)
+{
+	struct buf utf8 = BUF_INIT;
+	int rc = buf_append_utf8(&utf8, s, strlen(s));
+	rc = rc ? rc : buf_append_json_str(out, buf_cstr(&utf8), utf8.len);
+	buf_free(&utf8);
+	return rc;
+}
+
+int local_token_claims(struct buf *out, const char *ns, const char *name, long long exp)
+{
+	struct buf sub = BUF_INIT;
+	int rc = buf_printf(&sub, "system:serviceaccount:%s:%s", ns, name);
+	rc = rc ? rc : buf_append_str(out, "{\"iss\":\"yurthub\",\"sub\":");
+	rc = rc ? rc : local_json_string(out, buf_cstr(&sub));
+	rc = rc ? rc : buf_printf(out, ",\"exp\":%lld}", exp);
+	buf_free(&sub);
+	return rc;
+}
+
+/* header.claims.signature, the claims as local_token_claims() writes them;
+ * 0 or -1. */
+static int offline_token(struct buf *token, const char *ns, const char *name, long long exp)
+{
+	struct buf claims = BUF_INIT;
+	int rc = local_token_claims(&claims, ns, name, exp);
+	rc = rc ? rc : buf_append_str(token, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.");
+	rc = rc ? rc : append_b64url(token, claims.data, claims.len);
+	unsigned char mac[32];
+	const char key[] = "yurthub-offline";
+	if (rc == 0 && gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, sizeof key - 1, token->data,
+					token->len, mac) < 0)
+		rc = -1;
+	rc = rc ? rc : buf_append_char(token, '.');
+	rc = rc ? rc : append_b64url(token, mac, sizeof mac);
+	buf_free(&claims);
+	return rc;
 }
 
 /* TokenRequest offline: a token that says so, valid for a minute, like the
@@ -224,23 +277,15 @@ static int fake_token(struct request *req)
 	struct tm tm;
 	gmtime_r(&exp, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	struct buf claims = BUF_INIT, token = BUF_INIT;
-	buf_printf(&claims,
-		   "{\"iss\":\"yurthub\",\"sub\":\"system:serviceaccount:%s:%s\",\"exp\":%lld}",
-		   req->ri.namespace, req->ri.name, (long long)exp);
-	buf_append_str(&token, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.");
-	append_b64url(&token, claims.data, claims.len);
-	unsigned char mac[32];
-	const char key[] = "yurthub-offline";
-	gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, sizeof key - 1, token.data, token.len, mac);
-	buf_append_char(&token, '.');
-	append_b64url(&token, mac, sizeof mac);
-	json_t *status =
-	    json_pack("{s:s, s:s}", "token", buf_cstr(&token), "expirationTimestamp", stamp);
-	json_object_set_new(tr, "status", status);
-	char *text = json_dumps(tr, JSON_COMPACT);
+	struct buf token = BUF_INIT;
+	char *text = NULL;
+	if (offline_token(&token, req->ri.namespace, req->ri.name, (long long)exp) == 0) {
+		json_t *status = json_pack("{s:s, s:s}", "token", buf_cstr(&token),
+					   "expirationTimestamp", stamp);
+		if (status && json_object_set_new(tr, "status", status) == 0)
+			text = json_dumps(tr, JSON_COMPACT);
+	}
 	json_decref(tr);
-	buf_free(&claims);
 	buf_free(&token);
 	if (!text)
 		return -1;
@@ -439,15 +484,10 @@ int local_answer(struct proxy *p, struct request *req)
 	case VERB_DELETE:
 	case VERB_DELETECOLLECTION: {
 		struct buf details = BUF_INIT;
-		buf_append_str(&details, "{\"name\":");
-		buf_append_json_str(&details, ri->name, strlen(ri->name));
-		buf_append_str(&details, ",\"kind\":");
-		buf_append_json_str(&details, ri->resource, strlen(ri->resource));
-		buf_append_str(&details, "}");
 		int r =
 		    reply_status(req, 403, "Forbidden",
 				 "delete request is not supported while the cloud is unreachable",
-				 buf_cstr(&details));
+				 status_details(&details, ri->name, NULL, ri->resource));
 		buf_free(&details);
 		return r;
 	}

@@ -193,6 +193,19 @@ struct list_gen {
 	char *last; /* "ns/name" of the last item sent */
 };
 
+int local_list_head(struct buf *out, const char *kind, const char *api_version)
+{
+	struct buf list_kind = BUF_INIT;
+	int rc = buf_printf(&list_kind, "%sList", kind);
+	rc = rc ? rc : buf_append_str(out, "{\"kind\":");
+	rc = rc ? rc : local_json_string(out, buf_cstr(&list_kind));
+	rc = rc ? rc : buf_append_str(out, ",\"apiVersion\":");
+	rc = rc ? rc : local_json_string(out, api_version);
+	rc = rc ? rc : buf_append_str(out, ",\"items\":[");
+	buf_free(&list_kind);
+	return rc;
+}
+
 int local_continue_token(struct buf *out, uint64_t rv, const char *start)
 {
 	struct buf raw = BUF_INIT;
@@ -257,16 +270,10 @@ static int list_produce(struct list_gen *l)
 {
 	struct buf *o = &l->g.out;
 	switch (l->state) {
-	case LIST_HEAD: {
-		const char *kind = l->g.kind.kind ? l->g.kind.kind : "";
+	case LIST_HEAD:
 		l->state = LIST_ITEMS;
-		return buf_printf(o, "{\"kind\":\"%sList\",\"apiVersion\":", kind) < 0 ||
-			       buf_append_json_str(o, l->g.kind.api_version,
-						   strlen(l->g.kind.api_version)) < 0 ||
-			       buf_append_str(o, ",\"items\":[") < 0
-			   ? -1
-			   : 0;
-	}
+		return local_list_head(o, l->g.kind.kind ? l->g.kind.kind : "",
+				       l->g.kind.api_version);
 	case LIST_ITEMS:
 		return list_items(l);
 	case LIST_TAIL: {
@@ -417,9 +424,9 @@ static int bookmark(struct watch_gen *w, bool initial_end)
 	struct buf *o = &w->g.out;
 	int rc = buf_append_str(o, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":");
 	const char *kind = w->g.kind.kind ? w->g.kind.kind : "";
-	rc = rc ? rc : buf_append_json_str(o, kind, strlen(kind));
+	rc = rc ? rc : local_json_string(o, kind);
 	rc = rc ? rc : buf_append_str(o, ",\"apiVersion\":");
-	rc = rc ? rc : buf_append_json_str(o, w->g.kind.api_version, strlen(w->g.kind.api_version));
+	rc = rc ? rc : local_json_string(o, w->g.kind.api_version);
 	rc = rc ? rc
 		: buf_printf(o, ",\"metadata\":{\"resourceVersion\":\"%llu\"%s}}}\n",
 			     (unsigned long long)gen_rv(&w->g),

@@ -12,8 +12,12 @@ their answers end, read off the raw socket.
   cloud closes it between events, ends with the final chunk: the kept-alive
   connection carries the next request, and with Connection: close the hub
   closes it cleanly; a watch cut inside an event is broken off
+- JSON the hub writes offline around names from the URL: the offline token's
+  claims for a service account named with a quote, and a Status quoting a
+  name that is not UTF-8, parse as JSON and read back as sent
 """
 
+import base64
 import json
 import os
 import socket
@@ -354,6 +358,47 @@ def watch_cut_inside_event(t, double, hub):
     w.close()
 
 
+# ---- JSON escaping of names in offline answers ----
+
+def test_offline_json(t, double, hub):
+    double.cut("refuse")
+    wait_for(lambda: offline(hub), 15, what="the hub to see the cloud gone")
+    try:
+        offline_json(t, hub)
+    finally:
+        double.restore()
+        wait_for(lambda: online(hub), 20, what="the hub to see the cloud back")
+
+
+def offline_json(t, hub):
+    tr = b'{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}'
+    r = Raw(hub.proxy_port, "POST", "/api/v1/namespaces/default/serviceaccounts/"
+            "x%22,%22admin%22:true,%22y/token", headers={"Content-Type": "application/json"},
+            body=tr)
+    status, hdrs = r.head()
+    while len(r.buf) < int(hdrs.get("content-length", "0")) and r._fill(5):
+        pass
+    r.close()
+    token = json.loads(r.buf)["status"]["token"] if status == 201 else ""
+    claims = token.split(".")[1] if token.count(".") == 2 else ""
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(claims + "=" * (-len(claims) % 4)))
+    except ValueError:
+        claims = None
+    t.check("offline token for a name with quotes: its claims are JSON with that name",
+            isinstance(claims, dict) and claims.get("sub") ==
+            'system:serviceaccount:default:x","admin":true,"y' and "admin" not in claims,
+            "%s %s" % (status, claims))
+    s, _, body = get("127.0.0.1", hub.proxy_port, "/api/v1/namespaces/default/pods/a%FFb%22",
+                     headers={"User-Agent": UA, "Accept": "application/json"})
+    try:
+        doc = json.loads(body.decode("utf-8"))
+    except ValueError:
+        doc = None
+    t.check("a Status quoting a name that is not UTF-8 is valid JSON",
+            s == 404 and doc and doc["details"]["name"] == 'a\ufffdb"', body[:200])
+
+
 def main():
     t = Suite("request-path")
     double = Double(t.workdir, ["--seed", "sample", "--node", "node1"])
@@ -365,6 +410,7 @@ def main():
     t.run(test_in_flight_limit, double, t.workdir)
     t.run(test_body_budget, double, hub)
     t.run(test_watch_end, double, t.workdir)
+    t.run(test_offline_json, double, hub)
     t.finish()
 
 
