@@ -54,6 +54,9 @@ static void check_fields(const struct request_info *ri)
 	for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
 		FZ_CHECK(f[i] != NULL);
 	FZ_CHECK(ri->limit >= 0 && ri->timeout_seconds >= -1);
+	/* clamped when read: deadlines computed from them cannot overflow */
+	FZ_CHECK(ri->limit <= REQUEST_LIMIT_MAX && ri->timeout_seconds <= REQUEST_TIMEOUT_MAX &&
+		 ri->timeout_seconds != 0);
 	FZ_CHECK(request_info_verb(ri) != NULL);
 	FZ_CHECK(!ri->is_resource || !strcmp(ri->api_prefix, "api") ||
 		 !strcmp(ri->api_prefix, "apis"));

@@ -18,12 +18,13 @@ SUITES="
 tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_key
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_stream tests/test_cache tests/test_requestinfo
-tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/test_outbox tests/contract_disk
-tests/test_upstream
+tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json
+tests/contract_disk
 tests/crash_test
 tests/fault/test_order_check tests/fault/test_write_order tests/fault/test_disk_faults_inject
 tests/fault/test_cache_faults
 tests/test_etcd_client tests/contract_etcd tests/test_etcd_store tests/test_etcd_pool tests/etcd_crash
+py:scripts/check_layers.py
 script:tests/cli/test_cli.sh
 script:tests/pkg/test_install.sh
 script:scripts/run-fuzz.sh
@@ -43,6 +44,7 @@ py:tests/e2e/test_security.py
 py:tests/e2e/test_metrics.py
 py:tests/e2e/test_logs.py
 py:tests/e2e/test_flapping.py
+py:tests/e2e/test_request_path.py
 "
 
 total_pass=0

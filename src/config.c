@@ -87,7 +87,9 @@ static const struct flag flags[] = {
      "Offline watches without timeoutSeconds last a random time between this and twice this; "
      "at least 1s."},
     {"max-requests-in-flight", F_INT, OFF(max_requests_in_flight), "250",
-     "Requests served at once (watches excluded); more wait for a slot."},
+     "Requests served at once, watches and other long-running requests (exec, attach, logs, "
+     "port-forward, proxy) not counted; more are answered 429 TooManyRequests with "
+     "Retry-After: 1, as kube-apiserver does."},
     {"v", F_INT, OFF(verbosity), "0",
      "Log verbosity: 0 errors, warnings and lifecycle lines (start, ready, an upstream's "
      "health changing, stop), 1 events, 2 details, 4 every request and debug."},

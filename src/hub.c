@@ -10,16 +10,24 @@
 #include "hub.h"
 
 #include <curl/curl.h>
-#include <errno.h>
-#include <pthread.h>
-#include <time.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/cacheable.h"
+#include "cache/manager.h"
+#include "cloud/health.h"
+#include "cloud/upstream.h"
+#include "housekeeping.h"
+#include "http/limits.h"
+#include "http/response.h"
+#include "metrics/metrics.h"
 #include "proxy/outbox.h"
+#include "proxy/proxy.h"
 #include "server/server.h"
 #include "storage/disk.h"
 #include "storage/etcd.h"
@@ -27,6 +35,22 @@
 #include "version.h"
 
 #define CACHE_WORKERS 2
+
+struct hub {
+	const struct config *cfg;
+	struct store *store;
+	struct upstream upstream;
+	struct health *health;
+	struct cache_agents agents;
+	struct cache_manager *cache;
+	struct outbox *outbox; /* offline Events, sent when the cloud is back */
+	struct metrics metrics;
+	struct proxy proxy;
+	struct request_gate gate; /* --max-requests-in-flight, the body budget */
+	struct server *server;
+	struct housekeeping *housekeeping; /* object count; etcd tombstones, strays */
+	atomic_bool ready;		   /* the store has recovered */
+};
 
 static const char *nonempty(const char *s)
 {
@@ -102,137 +126,30 @@ static void log_startup(const struct config *cfg)
 	buf_free(&secure);
 }
 
-/* ---- housekeeping: a thread that wakes now and then ---- */
+/* ---- the serve port: /v1/healthz, /v1/readyz, /metrics ---- */
 
-/* The object count behind yurthub_cached_objects: soon after start (so a
- * scrape sees it within seconds), then once a minute. */
-#define COUNT_FIRST_S	 1
-#define COUNT_INTERVAL_S 60
-/* The etcd store's tombstones and stray holdings; also the age at which
- * tombstones go. */
-#define ETCD_GC_INTERVAL_S 600
-
-struct housekeeping {
-	pthread_t thread;
-	pthread_mutex_t mu;
-	pthread_cond_t cv; /* on CLOCK_MONOTONIC: a clock step neither fires nor starves it */
-	bool stop;
-	struct store *store;
-	struct metrics *metrics;
-	bool etcd_gc;
-};
-
-static void count_objects(struct housekeeping *k)
+static int hub_endpoint(void *ctx, struct request *req)
 {
-	uint64_t n = 0;
-	enum store_err e = store_count_objects(k->store, &n);
-	if (e == STORE_OK) {
-		atomic_store(&k->metrics->cached_objects, n > INT64_MAX ? INT64_MAX : (int64_t)n);
-		return;
+	struct hub *h = ctx;
+	const char *path = req->raw_uri;
+	size_t n = strcspn(path, "?");
+	if (n == 11 && !strncmp(path, "/v1/healthz", n))
+		return reply_text(req, 200, "OK");
+	if (n == 10 && !strncmp(path, "/v1/readyz", n)) {
+		bool ready = atomic_load(&h->ready);
+		return reply_text(req, ready ? 200 : 503, ready ? "OK" : "the store is not ready");
 	}
-	/* The gauge keeps its last value; a store that fails is already seen
-	 * in yurthub_cache_failures_total, so this is an event, not a warning. */
-	log_info("counting cached objects failed (%s); tried again in %d s", store_strerror(e),
-		 COUNT_INTERVAL_S);
-}
-
-static void etcd_gc(struct housekeeping *k)
-{
-	long n = etcd_store_gc(k->store, ETCD_GC_INTERVAL_S);
-	if (n < 0)
-		log_warn("etcd store housekeeping failed; tried again in %d s", ETCD_GC_INTERVAL_S);
-	else if (n > 0)
-		log_info("etcd store housekeeping: %ld stale records removed", n);
-}
-
-static bool reached(const struct timespec *now, const struct timespec *t)
-{
-	return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
-}
-
-static void *housekeeping_main(void *arg)
-{
-	struct housekeeping *k = arg;
-	struct timespec now, next_count, next_gc;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	next_count = next_gc = now;
-	next_count.tv_sec += COUNT_FIRST_S;
-	next_gc.tv_sec += ETCD_GC_INTERVAL_S;
-	pthread_mutex_lock(&k->mu);
-	while (!k->stop) {
-		/* Each task has its own absolute deadline, so a wakeup for one
-		 * (or a spurious one) does not push the other back. */
-		const struct timespec *until =
-		    k->etcd_gc && !reached(&next_gc, &next_count) ? &next_gc : &next_count;
-		int rc = pthread_cond_timedwait(&k->cv, &k->mu, until);
-		if (k->stop)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (rc != ETIMEDOUT && !reached(&now, until))
-			continue;
-		/* The store calls run unlocked: stop() only waits for the one in
-		 * progress (bounded by the store's own timeouts). */
-		pthread_mutex_unlock(&k->mu);
-		if (reached(&now, &next_count)) {
-			count_objects(k);
-			next_count = now;
-			next_count.tv_sec += COUNT_INTERVAL_S;
+	if (n == 8 && !strncmp(path, "/metrics", n)) {
+		struct buf b = BUF_INIT;
+		if (metrics_render(&h->metrics, &b) < 0) {
+			buf_free(&b);
+			return -1;
 		}
-		if (k->etcd_gc && reached(&now, &next_gc)) {
-			etcd_gc(k);
-			next_gc = now;
-			next_gc.tv_sec += ETCD_GC_INTERVAL_S;
-		}
-		pthread_mutex_lock(&k->mu);
+		size_t len = b.len;
+		return reply_bytes(req, 200, buf_steal(&b), len,
+				   "text/plain; version=0.0.4; charset=utf-8");
 	}
-	pthread_mutex_unlock(&k->mu);
-	return NULL;
-}
-
-static struct housekeeping *housekeeping_start(struct store *s, struct metrics *m, bool etcd_gc)
-{
-	struct housekeeping *k = calloc(1, sizeof *k);
-	if (!k)
-		return NULL;
-	k->store = s;
-	k->metrics = m;
-	k->etcd_gc = etcd_gc;
-	if (pthread_mutex_init(&k->mu, NULL) != 0) {
-		free(k);
-		return NULL;
-	}
-	pthread_condattr_t ca;
-	bool ca_ok = pthread_condattr_init(&ca) == 0;
-	if (!ca_ok || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
-	    pthread_cond_init(&k->cv, &ca) != 0) {
-		if (ca_ok)
-			pthread_condattr_destroy(&ca);
-		pthread_mutex_destroy(&k->mu);
-		free(k);
-		return NULL;
-	}
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&k->thread, NULL, housekeeping_main, k) != 0) {
-		pthread_cond_destroy(&k->cv);
-		pthread_mutex_destroy(&k->mu);
-		free(k);
-		return NULL;
-	}
-	return k;
-}
-
-static void housekeeping_stop(struct housekeeping *k)
-{
-	if (!k)
-		return;
-	pthread_mutex_lock(&k->mu);
-	k->stop = true;
-	pthread_cond_signal(&k->cv);
-	pthread_mutex_unlock(&k->mu);
-	pthread_join(k->thread, NULL);
-	pthread_cond_destroy(&k->cv);
-	pthread_mutex_destroy(&k->mu);
-	free(k);
+	return reply_text(req, 404, "404 page not found\n");
 }
 
 static int start(struct hub *h)
@@ -262,12 +179,25 @@ static int start(struct hub *h)
 		return -1;
 	if (health_start(h->health) < 0)
 		return -1;
-	return server_start(h, &h->server);
+	struct proxy *p = &h->proxy;
+	p->up = &h->upstream;
+	p->health = h->health;
+	p->cache = h->cache;
+	p->store = h->store;
+	p->agents = &h->agents;
+	p->outbox = h->outbox;
+	p->metrics = &h->metrics;
+	p->min_request_timeout = h->cfg->min_request_timeout;
+	h->metrics.max_in_flight = h->cfg->max_requests_in_flight;
+	h->gate.m = &h->metrics;
+	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h,
+				       &h->metrics,  &h->gate};
+	return server_start(h->cfg, &routes, &h->server);
 }
 
 static void stop(struct hub *h)
 {
-	atomic_store(&h->stopping, true);
+	proxy_stop(&h->proxy);
 	server_stop(h->server); /* joins every connection thread */
 	outbox_close(h->outbox);
 	health_free(h->health);

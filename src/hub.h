@@ -1,45 +1,24 @@
 /*
- * hub.h - the running hub: every part, built from the config in hub_run()
- * and shared (read-only after start) by the connection threads.
+ * hub.h - the running hub: hub_run() builds every part from the config,
+ * wires them together and serves until SIGTERM/SIGINT.
  *
- *   server/   libmicrohttpd front end: proxy ports, hub port, routing
- *   proxy/    upstream (cloud) proxying and offline answers
- *   health/   is the cloud there
+ * The parts, each with its own context and none knowing the hub:
+ *
+ *   server/   libmicrohttpd adapter: ports, connections, calls handlers
+ *   http/     the request, the answers, the limits (below server/ and proxy/)
+ *   proxy/    the proxy ports' handler: cloud answers and offline answers
+ *   cloud/    the cloud's API servers: identity, balancing, health
  *   cache/    what is cached and how responses become store operations
  *   storage/  the store
  *   metrics/  counters for /metrics
+ *
+ * hub.c alone knows all of them; it also answers the serve port
+ * (/v1/healthz, /v1/readyz, /metrics).
  */
 #ifndef YURTHUB_HUB_H
 #define YURTHUB_HUB_H
 
-#include <stdatomic.h>
-#include <stdbool.h>
-
-#include "cache/cacheable.h"
-#include "cache/manager.h"
 #include "config.h"
-#include "health/health.h"
-#include "metrics/metrics.h"
-#include "proxy/upstream.h"
-#include "storage/store.h"
-
-struct server;
-struct outbox;
-
-struct hub {
-	const struct config *cfg;
-	struct store *store;
-	struct upstream upstream;
-	struct health *health;
-	struct cache_agents agents;
-	struct cache_manager *cache;
-	struct outbox *outbox; /* offline Events, sent when the cloud is back */
-	struct metrics metrics;
-	struct server *server;
-	struct housekeeping *housekeeping; /* object count; etcd tombstones, strays */
-	atomic_bool ready;		   /* the store has recovered */
-	atomic_bool stopping;		   /* shutting down: long requests end */
-};
 
 /* Start everything, serve until SIGTERM/SIGINT, stop everything.  Returns
  * the process exit status (0, or 1 when something could not start). */

@@ -23,10 +23,10 @@
  * Deliberate differences (stricter than the API server, as our header asks):
  * boolean parameters use strconv.ParseBool and fail on other values (the API
  * server takes anything but "0"/"false" as true); limit and timeoutSeconds
- * must be non-negative integers; every percent-escape must be valid and no
- * value may decode to a NUL; the query is split on '&' and ';'.  A resource
- * request with a method that is not GET/HEAD/POST/PUT/PATCH/DELETE gets
- * VERB_OTHER and the lower-cased method (Kubernetes leaves the verb empty).
+ * must be non-negative integers, and are clamped (see requestinfo.h); every percent-escape must be
+ * valid and no value may decode to a NUL; the query is split on '&' and ';'.  A resource request
+ * with a method that is not GET/HEAD/POST/PUT/PATCH/DELETE gets VERB_OTHER and the lower-cased
+ * method (Kubernetes leaves the verb empty).
  */
 #include "kube/requestinfo.h"
 
@@ -281,22 +281,27 @@ static int get_bool(const struct query *q, enum qparam p, bool *out, char **err)
 	return 0;
 }
 
-static int get_nonneg(const struct query *q, enum qparam p, long *out, char **err)
+/* A non-negative integer, clamped to max (see REQUEST_TIMEOUT_MAX). */
+static int get_nonneg(const struct query *q, enum qparam p, long max, long *out, char **err)
 {
 	if (q->v[p] && parse_nonneg(q->v[p], out) < 0)
 		return bad_value(q, p, "a non-negative integer", err);
+	if (*out > max)
+		*out = max;
 	return 0;
 }
 
 /* Move the string parameters into ri and convert the others. */
 static int apply_query(struct request_info *ri, struct query *q, bool *watch, char **err)
 {
-	if (get_nonneg(q, Q_LIMIT, &ri->limit, err) < 0 ||
-	    get_nonneg(q, Q_TIMEOUT, &ri->timeout_seconds, err) < 0 ||
+	if (get_nonneg(q, Q_LIMIT, REQUEST_LIMIT_MAX, &ri->limit, err) < 0 ||
+	    get_nonneg(q, Q_TIMEOUT, REQUEST_TIMEOUT_MAX, &ri->timeout_seconds, err) < 0 ||
 	    get_bool(q, Q_BOOKMARKS, &ri->allow_watch_bookmarks, err) < 0 ||
 	    get_bool(q, Q_SEND_INITIAL, &ri->send_initial_events, err) < 0 ||
 	    get_bool(q, Q_WATCH, watch, err) < 0)
 		return -1;
+	if (ri->timeout_seconds == 0)
+		ri->timeout_seconds = -1; /* kube-apiserver: 0 is "not set" */
 	ri->send_initial_events_set = q->v[Q_SEND_INITIAL] != NULL;
 	char **dst[] = {
 	    [Q_LABEL] = &ri->label_selector,	[Q_FIELD] = &ri->field_selector,

@@ -48,12 +48,23 @@ struct request_info {
 	char *resource_version;
 	char *resource_version_match;
 	char *continue_token;
-	long limit;	      /* 0 when absent */
-	long timeout_seconds; /* -1 when absent */
+	long limit;	      /* 0 when absent; at most REQUEST_LIMIT_MAX */
+	long timeout_seconds; /* -1 when absent or 0; at most REQUEST_TIMEOUT_MAX */
 	bool allow_watch_bookmarks;
 	bool send_initial_events_set, send_initial_events;
 	char *as_table_hint; /* reserved: "" */
 };
+
+/* Integers from the URL are clamped when they are read, so that no later
+ * arithmetic (a deadline of now + timeoutSeconds) can overflow, whatever a
+ * client sends.  kube-apiserver takes any int64 and then multiplies it into
+ * a Duration, which wraps; here a watch asking for more than a day gets a
+ * day (clients re-watch when a watch ends, as they must after any server
+ * restart), and a limit beyond what any list holds is no limit.  The raw
+ * URI, passed to the cloud unchanged, keeps what the client sent.
+ * timeoutSeconds=0 is "not set", as kube-apiserver reads it. */
+#define REQUEST_TIMEOUT_MAX 86400L
+#define REQUEST_LIMIT_MAX   2147483647L
 
 /* Parse one request.  raw_uri is the request target as sent ("/api/v1/pods?
  * watch=1").  Returns 0, or -1 with *err (malloc'ed, one line) for a URI that

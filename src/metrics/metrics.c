@@ -244,6 +244,31 @@ static int label_value(struct buf *o, const char *v)
 	return rc;
 }
 
+/* --max-requests-in-flight and the request-body budget (http/limits.h). */
+static int render_limits(struct buf *o, struct metrics *m)
+{
+	int rc = render_simple(o, "yurthub_requests_limited_in_flight", "gauge",
+			       "Proxy requests counted against --max-requests-in-flight now "
+			       "(watches and other long-running requests are not).",
+			       atomic_load(&m->limited_in_flight));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_requests_max_in_flight", "gauge",
+				"The --max-requests-in-flight limit.", m->max_in_flight);
+	rc = rc ? rc
+		: buf_printf(o,
+			     "# HELP yurthub_requests_rejected_total Requests answered 429 "
+			     "TooManyRequests, by the limit they hit.\n"
+			     "# TYPE yurthub_requests_rejected_total counter\n"
+			     "yurthub_requests_rejected_total{reason=\"in_flight\"} %llu\n"
+			     "yurthub_requests_rejected_total{reason=\"body_memory\"} %llu\n",
+			     (unsigned long long)atomic_load(&m->rejected_in_flight),
+			     (unsigned long long)atomic_load(&m->rejected_body_memory));
+	return rc ? rc
+		  : render_simple(o, "yurthub_request_body_bytes", "gauge",
+				  "Bytes of request bodies held now, all connections together.",
+				  (long long)atomic_load(&m->body_bytes));
+}
+
 static int render_requests(struct buf *o, struct metrics_private *p)
 {
 	int rc = buf_append_str(o, "# HELP yurthub_requests_total Requests served, by client "
@@ -412,6 +437,7 @@ int metrics_render(struct metrics *m, struct buf *o)
 		: render_simple(o, "yurthub_requests_in_flight", "gauge",
 				"Proxy requests being served now (watches included).",
 				atomic_load(&m->in_flight));
+	rc = rc ? rc : render_limits(o, m);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_watches_open", "gauge",
 				"Watch requests open now (proxied and local).",

@@ -44,7 +44,11 @@ enum offline_drop {
 
 struct metrics {
 	/* requests */
-	atomic_long in_flight;
+	atomic_long in_flight;	       /* every proxy request, watches included */
+	atomic_long limited_in_flight; /* those counted against max_in_flight */
+	long max_in_flight;	       /* --max-requests-in-flight, set at start */
+	_Atomic uint64_t body_bytes;   /* request bodies held now, all together */
+	_Atomic uint64_t rejected_in_flight, rejected_body_memory; /* answered 429 */
 	atomic_long open_watches;
 	_Atomic uint64_t proxied_bytes;
 	struct histogram request_seconds; /* non-watch requests, end to end */

@@ -13,32 +13,26 @@
 #include <time.h>
 
 #include "cache/manager.h"
-#include "hub.h"
+#include "http/response.h"
 #include "kube/kinds.h"
 #include "kube/meta.h"
 #include "kube/patch.h"
+#include "proxy/local_internal.h"
 #include "proxy/outbox.h"
-#include "server/respond.h"
-#include "server/server.h"
+#include "proxy/proxy.h"
 #include "util/base64.h"
 #include "util/log.h"
 
 /* ---- shared helpers ---- */
 
-enum MHD_Result local_status(struct request *req, struct MHD_Connection *c, int code,
-			     const char *message)
+int local_status(struct request *req, int code, const char *message)
 {
-	req->status = (unsigned int)code;
-	return respond_queue(c, (unsigned int)code, respond_status(code, NULL, message, NULL));
+	return reply_status(req, code, NULL, message, NULL);
 }
 
-static enum MHD_Result answer_json(struct request *req, struct MHD_Connection *c, int code,
-				   struct buf *body)
+static int answer_json(struct request *req, int code, struct buf *body)
 {
-	req->status = (unsigned int)code;
-	size_t len = body->len;
-	return respond_queue(c, (unsigned int)code,
-			     respond_bytes(buf_steal(body), len, "application/json"));
+	return reply_json(req, (unsigned int)code, body);
 }
 
 static int add_component(void *ctx, const char *name)
@@ -56,12 +50,12 @@ static int add_component(void *ctx, const char *name)
 	return 0;
 }
 
-int local_components(struct hub *h, const char *own, struct component_list *out)
+int local_components(struct proxy *p, const char *own, struct component_list *out)
 {
 	memset(out, 0, sizeof *out);
 	if (own && *own)
 		add_component(out, own);
-	return store_list_components(h->store, add_component, out) == STORE_OK ? 0 : -1;
+	return store_list_components(p->store, add_component, out) == STORE_OK ? 0 : -1;
 }
 
 void local_components_free(struct component_list *l)
@@ -72,7 +66,7 @@ void local_components_free(struct component_list *l)
 	memset(l, 0, sizeof *l);
 }
 
-void local_kind_of(struct hub *h, const struct request *req, struct local_kind *out)
+void local_kind_of(struct proxy *p, const struct request *req, struct local_kind *out)
 {
 	const struct request_info *ri = &req->ri;
 	memset(out, 0, sizeof *out);
@@ -90,7 +84,7 @@ void local_kind_of(struct hub *h, const struct request *req, struct local_kind *
 	/* a CRD: its discovery document, if the hub cached it */
 	struct buf path = BUF_INIT, doc = BUF_INIT;
 	if (buf_printf(&path, "/%s/%s", *ri->api_group ? "apis" : "api", out->api_version) == 0 &&
-	    store_get_cluster_info(h->store, path.data, &doc) == STORE_OK)
+	    store_get_cluster_info(p->store, path.data, &doc) == STORE_OK)
 		out->kind = kinds_from_discovery(doc.data, doc.len, ri->resource);
 	buf_free(&path);
 	buf_free(&doc);
@@ -120,29 +114,29 @@ int local_append_object(struct buf *out, const char *obj, size_t len, const stru
 	bool empty = p < obj + len && *p == '}';
 	int rc = buf_append(out, obj, (size_t)(rest - obj));
 	rc = rc ? rc : buf_append_str(out, "\"kind\":");
-	rc = rc ? rc : buf_append_json_str(out, k->kind, strlen(k->kind));
+	rc = rc ? rc : local_json_string(out, k->kind);
 	rc = rc ? rc : buf_append_str(out, ",\"apiVersion\":");
-	rc = rc ? rc : buf_append_json_str(out, k->api_version, strlen(k->api_version));
+	rc = rc ? rc : local_json_string(out, k->api_version);
 	rc = rc ? rc : buf_append_str(out, empty ? "" : ",");
 	return rc ? rc : buf_append(out, rest, rest_len);
 }
 
 /* Find the cached object of req in its own component's cache, or another's:
  * 0 with the bytes in out and the component in *where (malloc'ed). */
-static int find_object(struct hub *h, struct request *req, struct buf *out, char **where)
+static int find_object(struct proxy *p, struct request *req, struct buf *out, char **where)
 {
 	struct component_list comps;
 	*where = NULL;
-	if (local_components(h, req->component, &comps) < 0)
+	if (local_components(p, req->component, &comps) < 0)
 		return -1;
 	int rc = -1;
 	for (size_t i = 0; i < comps.n && rc < 0; i++) {
 		struct store_key k;
-		if (cache_object_key(h->store, comps.v[i], &req->ri, req->ri.namespace,
+		if (cache_object_key(p->store, comps.v[i], &req->ri, req->ri.namespace,
 				     req->ri.name, &k) != STORE_OK)
 			continue;
 		buf_reset(out);
-		if (store_get(h->store, &k, out) == STORE_OK && (*where = strdup(comps.v[i])))
+		if (store_get(p->store, &k, out) == STORE_OK && (*where = strdup(comps.v[i])))
 			rc = 0;
 		store_key_free(&k);
 	}
@@ -150,22 +144,31 @@ static int find_object(struct hub *h, struct request *req, struct buf *out, char
 	return rc;
 }
 
-static enum MHD_Result not_cached(struct request *req, struct MHD_Connection *c)
+/* A Status's details: {"name":...,["group":...,]"kind":...}; NULL on ENOMEM
+ * (the Status goes without). */
+static const char *status_details(struct buf *out, const char *name, const char *group,
+				  const char *kind)
 {
-	struct buf msg = BUF_INIT;
+	int rc = buf_append_str(out, "{\"name\":");
+	rc = rc ? rc : local_json_string(out, name);
+	if (group) {
+		rc = rc ? rc : buf_append_str(out, ",\"group\":");
+		rc = rc ? rc : local_json_string(out, group);
+	}
+	rc = rc ? rc : buf_append_str(out, ",\"kind\":");
+	rc = rc ? rc : local_json_string(out, kind);
+	rc = rc ? rc : buf_append_str(out, "}");
+	return rc ? NULL : out->data;
+}
+
+static int not_cached(struct request *req)
+{
+	struct buf msg = BUF_INIT, details = BUF_INIT;
 	buf_printf(&msg, "%s \"%s\" not found (the cloud is unreachable and the hub has no copy)",
 		   req->ri.resource, req->ri.name);
-	struct buf details = BUF_INIT;
-	buf_append_str(&details, "{\"name\":");
-	buf_append_json_str(&details, req->ri.name, strlen(req->ri.name));
-	buf_append_str(&details, ",\"group\":");
-	buf_append_json_str(&details, req->ri.api_group, strlen(req->ri.api_group));
-	buf_append_str(&details, ",\"kind\":");
-	buf_append_json_str(&details, req->ri.resource, strlen(req->ri.resource));
-	buf_append_str(&details, "}");
-	req->status = 404;
-	enum MHD_Result r = respond_queue(
-	    c, 404, respond_status(404, "NotFound", buf_cstr(&msg), buf_cstr(&details)));
+	int r = reply_status(
+	    req, 404, "NotFound", buf_cstr(&msg),
+	    status_details(&details, req->ri.name, req->ri.api_group, req->ri.resource));
 	buf_free(&msg);
 	buf_free(&details);
 	return r;
@@ -173,25 +176,25 @@ static enum MHD_Result not_cached(struct request *req, struct MHD_Connection *c)
 
 /* ---- get ---- */
 
-static enum MHD_Result local_get(struct hub *h, struct MHD_Connection *c, struct request *req)
+static int local_get(struct proxy *p, struct request *req)
 {
 	struct buf obj = BUF_INIT, out = BUF_INIT;
 	char *where = NULL;
-	if (find_object(h, req, &obj, &where) < 0) {
+	if (find_object(p, req, &obj, &where) < 0) {
 		buf_free(&obj);
-		return not_cached(req, c);
+		return not_cached(req);
 	}
 	struct local_kind k;
-	local_kind_of(h, req, &k);
+	local_kind_of(p, req, &k);
 	int rc = local_append_object(&out, obj.data, obj.len, &k);
 	local_kind_free(&k);
 	buf_free(&obj);
 	free(where);
 	if (rc < 0) {
 		buf_free(&out);
-		return MHD_NO;
+		return -1;
 	}
-	return answer_json(req, c, 200, &out);
+	return answer_json(req, 200, &out);
 }
 
 /* ---- writes ---- */
@@ -202,11 +205,12 @@ static bool is_event(const struct request_info *ri)
 	       (!*ri->api_group || !strcmp(ri->api_group, "events.k8s.io"));
 }
 
-/* JWTs use base64url without padding. */
-static void append_b64url(struct buf *out, const void *data, size_t len)
+/* JWTs use base64url without padding.  0 or -1. */
+static int append_b64url(struct buf *out, const void *data, size_t len)
 {
 	size_t start = out->len;
-	base64_encode(data, len, out);
+	if (base64_encode(data, len, out) < 0)
+		return -1;
 	size_t w = start;
 	for (size_t r = start; r < out->len; r++) {
 		char ch = out->data[r];
@@ -217,78 +221,106 @@ static void append_b64url(struct buf *out, const void *data, size_t len)
 	out->len = w;
 	if (out->data)
 		out->data[w] = '\0';
+	return 0;
+}
+
+int local_json_string(struct buf *out, const char *s)
+{
+	struct buf utf8 = BUF_INIT;
+	int rc = buf_append_utf8(&utf8, s, strlen(s));
+	rc = rc ? rc : buf_append_json_str(out, buf_cstr(&utf8), utf8.len);
+	buf_free(&utf8);
+	return rc;
+}
+
+int local_token_claims(struct buf *out, const char *ns, const char *name, long long exp)
+{
+	struct buf sub = BUF_INIT;
+	int rc = buf_printf(&sub, "system:serviceaccount:%s:%s", ns, name);
+	rc = rc ? rc : buf_append_str(out, "{\"iss\":\"yurthub\",\"sub\":");
+	rc = rc ? rc : local_json_string(out, buf_cstr(&sub));
+	rc = rc ? rc : buf_printf(out, ",\"exp\":%lld}", exp);
+	buf_free(&sub);
+	return rc;
+}
+
+/* header.claims.signature, the claims as local_token_claims() writes them;
+ * 0 or -1. */
+static int offline_token(struct buf *token, const char *ns, const char *name, long long exp)
+{
+	struct buf claims = BUF_INIT;
+	int rc = local_token_claims(&claims, ns, name, exp);
+	rc = rc ? rc : buf_append_str(token, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.");
+	rc = rc ? rc : append_b64url(token, claims.data, claims.len);
+	unsigned char mac[32];
+	const char key[] = "yurthub-offline";
+	if (rc == 0 && gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, sizeof key - 1, token->data,
+					token->len, mac) < 0)
+		rc = -1;
+	rc = rc ? rc : buf_append_char(token, '.');
+	rc = rc ? rc : append_b64url(token, mac, sizeof mac);
+	buf_free(&claims);
+	return rc;
 }
 
 /* TokenRequest offline: a token that says so, valid for a minute, like the
  * Go YurtHub's; nobody can verify it, and the cloud is not there to ask. */
-static enum MHD_Result fake_token(struct request *req, struct MHD_Connection *c)
+static int fake_token(struct request *req)
 {
 	json_t *tr = json_loadb(buf_cstr(&req->body), req->body.len, 0, NULL);
 	if (!json_is_object(tr)) {
 		json_decref(tr);
-		return local_status(req, c, 400, "the TokenRequest does not parse");
+		return local_status(req, 400, "the TokenRequest does not parse");
 	}
 	time_t exp = time(NULL) + 60;
 	char stamp[32];
 	struct tm tm;
 	gmtime_r(&exp, &tm);
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
-	struct buf claims = BUF_INIT, token = BUF_INIT;
-	buf_printf(&claims,
-		   "{\"iss\":\"yurthub\",\"sub\":\"system:serviceaccount:%s:%s\",\"exp\":%lld}",
-		   req->ri.namespace, req->ri.name, (long long)exp);
-	buf_append_str(&token, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.");
-	append_b64url(&token, claims.data, claims.len);
-	unsigned char mac[32];
-	const char key[] = "yurthub-offline";
-	gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, sizeof key - 1, token.data, token.len, mac);
-	buf_append_char(&token, '.');
-	append_b64url(&token, mac, sizeof mac);
-	json_t *status =
-	    json_pack("{s:s, s:s}", "token", buf_cstr(&token), "expirationTimestamp", stamp);
-	json_object_set_new(tr, "status", status);
-	char *text = json_dumps(tr, JSON_COMPACT);
+	struct buf token = BUF_INIT;
+	char *text = NULL;
+	if (offline_token(&token, req->ri.namespace, req->ri.name, (long long)exp) == 0) {
+		json_t *status = json_pack("{s:s, s:s}", "token", buf_cstr(&token),
+					   "expirationTimestamp", stamp);
+		if (status && json_object_set_new(tr, "status", status) == 0)
+			text = json_dumps(tr, JSON_COMPACT);
+	}
 	json_decref(tr);
-	buf_free(&claims);
 	buf_free(&token);
 	if (!text)
-		return MHD_NO;
-	req->status = 201;
-	return respond_queue(c, 201, respond_bytes(text, strlen(text), "application/json"));
+		return -1;
+	return reply_bytes(req, 201, text, strlen(text), "application/json");
 }
 
-static enum MHD_Result local_create(struct hub *h, struct MHD_Connection *c, struct request *req)
+static int local_create(struct proxy *p, struct request *req)
 {
 	const struct request_info *ri = &req->ri;
 	if (!strcmp(ri->resource, "serviceaccounts") && !strcmp(ri->subresource, "token"))
-		return fake_token(req, c);
+		return fake_token(req);
 	if (*ri->subresource)
-		return local_status(req, c, 503,
-				    "this request needs the cloud, which is unreachable");
-	const char *ct = server_header(c, MHD_HTTP_HEADER_CONTENT_TYPE);
-	if (is_event(ri) && h->outbox) {
+		return local_status(req, 503, "this request needs the cloud, which is unreachable");
+	const char *ct = request_header(req, "Content-Type");
+	if (is_event(ri) && p->outbox) {
 		int rc =
-		    outbox_add(h->outbox, req->raw_uri, ct, buf_cstr(&req->body), req->body.len);
+		    outbox_add(p->outbox, req->raw_uri, ct, buf_cstr(&req->body), req->body.len);
 		if (rc < 0)
 			log_warn("offline event for %s not kept: %s", req->raw_uri, strerror(-rc));
 	}
 	/* The answer echoes what the client sent, as the Go YurtHub does. */
 	struct buf echo = BUF_INIT;
 	if (buf_append(&echo, buf_cstr(&req->body), req->body.len) < 0)
-		return MHD_NO;
-	req->status = 201;
+		return -1;
 	size_t len = echo.len;
-	return respond_queue(c, 201,
-			     respond_bytes(buf_steal(&echo), len, ct ? ct : "application/json"));
+	return reply_bytes(req, 201, buf_steal(&echo), len, ct ? ct : "application/json");
 }
 
 /* The new content of an update/patch of old; 0 or an HTTP error code. */
-static int updated_object(struct MHD_Connection *c, struct request *req, const char *old,
-			  size_t old_len, struct buf *out, char **why)
+static int updated_object(struct request *req, const char *old, size_t old_len, struct buf *out,
+			  char **why)
 {
 	const char *body = buf_cstr(&req->body);
 	if (req->ri.verb == VERB_PATCH) {
-		enum patch_type t = patch_type_of(server_header(c, MHD_HTTP_HEADER_CONTENT_TYPE));
+		enum patch_type t = patch_type_of(request_header(req, "Content-Type"));
 		if (t == PATCH_UNSUPPORTED) {
 			*why = strdup("this patch type needs the cloud, which is unreachable");
 			return 415;
@@ -317,20 +349,19 @@ static int updated_object(struct MHD_Connection *c, struct request *req, const c
 	return code;
 }
 
-static enum MHD_Result local_write(struct hub *h, struct MHD_Connection *c, struct request *req)
+static int local_write(struct proxy *p, struct request *req)
 {
 	if (*req->ri.subresource && strcmp(req->ri.subresource, "status"))
-		return local_status(req, c, 503,
-				    "this request needs the cloud, which is unreachable");
+		return local_status(req, 503, "this request needs the cloud, which is unreachable");
 	struct buf old = BUF_INIT, upd = BUF_INIT;
 	char *where = NULL, *why = NULL;
-	if (find_object(h, req, &old, &where) < 0) {
+	if (find_object(p, req, &old, &where) < 0) {
 		buf_free(&old);
-		return not_cached(req, c);
+		return not_cached(req);
 	}
 	struct kube_meta om, nm;
 	kube_meta_parse(old.data, old.len, &om);
-	int code = updated_object(c, req, old.data, old.len, &upd, &why);
+	int code = updated_object(req, old.data, old.len, &upd, &why);
 	if (code == 0 && kube_meta_parse(upd.data, upd.len, &nm) == 0) {
 		/* optimistic concurrency, as the API server: an update made from an
 		 * older copy than the one cached is a conflict */
@@ -350,14 +381,14 @@ static enum MHD_Result local_write(struct hub *h, struct MHD_Connection *c, stru
 		/* The resourceVersion stays: a made-up one could be newer than the
 		 * cloud's next and block the real object at the next relist. */
 		const char *comp =
-		    cache_agents_has(&h->agents, req->component) ? req->component : where;
+		    cache_agents_has(p->agents, req->component) ? req->component : where;
 		struct store_key k;
 		enum store_err e =
-		    cache_object_key(h->store, comp, &req->ri, req->ri.namespace, req->ri.name, &k);
+		    cache_object_key(p->store, comp, &req->ri, req->ri.namespace, req->ri.name, &k);
 		if (e == STORE_OK) {
-			e = store_update(h->store, &k, upd.data, upd.len, om.rv, NULL);
+			e = store_update(p->store, &k, upd.data, upd.len, om.rv, NULL);
 			if (e == STORE_NOT_FOUND)
-				e = store_create(h->store, &k, upd.data, upd.len);
+				e = store_create(p->store, &k, upd.data, upd.len);
 			store_key_free(&k);
 		}
 		if (e != STORE_OK)
@@ -365,16 +396,16 @@ static enum MHD_Result local_write(struct hub *h, struct MHD_Connection *c, stru
 				 req->raw_uri, store_strerror(e));
 	}
 	kube_meta_free(&om);
-	enum MHD_Result r;
+	int r;
 	if (code) {
-		r = local_status(req, c, code, why ? why : "the update cannot be applied");
+		r = local_status(req, code, why ? why : "the update cannot be applied");
 	} else {
 		struct buf out = BUF_INIT;
 		struct local_kind k;
-		local_kind_of(h, req, &k);
+		local_kind_of(p, req, &k);
 		local_append_object(&out, upd.data, upd.len, &k);
 		local_kind_free(&k);
-		r = answer_json(req, c, 200, &out);
+		r = answer_json(req, 200, &out);
 	}
 	free(why);
 	free(where);
@@ -393,86 +424,74 @@ static const char *aggregated_type(const char *doc, size_t len)
 	return "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 }
 
-static enum MHD_Result local_nonresource(struct hub *h, struct MHD_Connection *c,
-					 struct request *req)
+static int local_nonresource(struct proxy *p, struct request *req)
 {
 	const char *path = req->ri.path;
 	if (!strcmp(path, "/healthz") || !strncmp(path, "/healthz/", 9) ||
 	    !strcmp(path, "/livez") || !strncmp(path, "/livez/", 7) || !strcmp(path, "/readyz") ||
 	    !strncmp(path, "/readyz/", 8)) {
-		req->status = 200;
-		return respond_queue(c, 200, respond_bytes(strdup("ok"), 2, "text/plain"));
+		return reply_text(req, 200, "ok");
 	}
 	if (strcmp(req->ri.method, "GET"))
-		return local_status(req, c, 503,
-				    "this request needs the cloud, which is unreachable");
+		return local_status(req, 503, "this request needs the cloud, which is unreachable");
 	struct buf doc = BUF_INIT;
-	const char *accept = server_header(c, MHD_HTTP_HEADER_ACCEPT);
+	const char *accept = request_header(req, "Accept");
 	bool agg_ok = accept && strstr(accept, "as=APIGroupDiscoveryList") &&
 		      (!strcmp(path, "/api") || !strcmp(path, "/apis"));
 	if (agg_ok) {
 		struct buf apath = BUF_INIT;
 		buf_printf(&apath, "/aggregated-discovery%s", path);
-		enum store_err e = store_get_cluster_info(h->store, apath.data, &doc);
+		enum store_err e = store_get_cluster_info(p->store, apath.data, &doc);
 		buf_free(&apath);
 		if (e == STORE_OK) {
-			req->status = 200;
 			size_t len = doc.len;
 			const char *type = aggregated_type(doc.data, doc.len);
-			return respond_queue(c, 200, respond_bytes(buf_steal(&doc), len, type));
+			return reply_bytes(req, 200, buf_steal(&doc), len, type);
 		}
 	}
-	if (store_get_cluster_info(h->store, path, &doc) == STORE_OK)
-		return answer_json(req, c, 200, &doc);
+	if (store_get_cluster_info(p->store, path, &doc) == STORE_OK)
+		return answer_json(req, 200, &doc);
 	buf_free(&doc);
-	return local_status(req, c, 404, "not cached, and the cloud is unreachable");
+	return local_status(req, 404, "not cached, and the cloud is unreachable");
 }
 
 /* ---- dispatch ---- */
 
-enum MHD_Result local_answer(struct hub *h, struct MHD_Connection *c, struct request *req)
+int local_answer(struct proxy *p, struct request *req)
 {
 	const struct request_info *ri = &req->ri;
 	if (!ri->is_resource)
-		return local_nonresource(h, c, req);
-	const char *accept = server_header(c, MHD_HTTP_HEADER_ACCEPT);
+		return local_nonresource(p, req);
+	const char *accept = request_header(req, "Accept");
 	if (accept && !cache_accept_for(accept) && !strstr(accept, "as=Table"))
-		return local_status(req, c, 406,
+		return local_status(req, 406,
 				    "only JSON can be served while the cloud is unreachable");
 	switch (ri->verb) {
 	case VERB_GET:
 		if (*ri->subresource && strcmp(ri->subresource, "status"))
-			return local_status(req, c, 503,
+			return local_status(req, 503,
 					    "this request needs the cloud, which is unreachable");
-		return local_get(h, c, req);
+		return local_get(p, req);
 	case VERB_LIST:
-		return local_list(h, c, req);
+		return local_list(p, req);
 	case VERB_WATCH:
-		return local_watch(h, c, req);
+		return local_watch(p, req);
 	case VERB_CREATE:
-		return local_create(h, c, req);
+		return local_create(p, req);
 	case VERB_UPDATE:
 	case VERB_PATCH:
-		return local_write(h, c, req);
+		return local_write(p, req);
 	case VERB_DELETE:
 	case VERB_DELETECOLLECTION: {
-		req->status = 403;
 		struct buf details = BUF_INIT;
-		buf_append_str(&details, "{\"name\":");
-		buf_append_json_str(&details, ri->name, strlen(ri->name));
-		buf_append_str(&details, ",\"kind\":");
-		buf_append_json_str(&details, ri->resource, strlen(ri->resource));
-		buf_append_str(&details, "}");
-		enum MHD_Result r = respond_queue(
-		    c, 403,
-		    respond_status(403, "Forbidden",
-				   "delete request is not supported while the cloud is unreachable",
-				   buf_cstr(&details)));
+		int r =
+		    reply_status(req, 403, "Forbidden",
+				 "delete request is not supported while the cloud is unreachable",
+				 status_details(&details, ri->name, NULL, ri->resource));
 		buf_free(&details);
 		return r;
 	}
 	default:
-		return local_status(req, c, 503,
-				    "this request needs the cloud, which is unreachable");
+		return local_status(req, 503, "this request needs the cloud, which is unreachable");
 	}
 }

@@ -22,17 +22,16 @@
 #ifndef YURTHUB_PROXY_LOCAL_H
 #define YURTHUB_PROXY_LOCAL_H
 
-#include <microhttpd.h>
 #include <stdint.h>
 
+#include "http/request.h"
 #include "storage/store.h"
 #include "util/buf.h"
 
-struct hub;
-struct request;
+struct proxy;
 
 /* Answer req from the store, as the API server would. */
-enum MHD_Result local_answer(struct hub *h, struct MHD_Connection *c, struct request *req);
+int local_answer(struct proxy *p, struct request *req);
 
 /* ---- shared by local.c and local_list.c ---- */
 
@@ -41,7 +40,7 @@ struct component_list {
 	char **v;
 	size_t n;
 };
-int local_components(struct hub *h, const char *own, struct component_list *out);
+int local_components(struct proxy *p, const char *own, struct component_list *out);
 void local_components_free(struct component_list *l);
 
 /* Kind and apiVersion of the request's resource ("Pod", "v1"); kind NULL
@@ -50,7 +49,7 @@ struct local_kind {
 	char *kind;
 	char *api_version;
 };
-void local_kind_of(struct hub *h, const struct request *req, struct local_kind *out);
+void local_kind_of(struct proxy *p, const struct request *req, struct local_kind *out);
 void local_kind_free(struct local_kind *k);
 
 /* Append obj to out, with kind/apiVersion added when it lacks them (objects
@@ -58,11 +57,10 @@ void local_kind_free(struct local_kind *k);
 int local_append_object(struct buf *out, const char *obj, size_t len, const struct local_kind *k);
 
 /* The Status answers. */
-enum MHD_Result local_status(struct request *req, struct MHD_Connection *c, int code,
-			     const char *message);
+int local_status(struct request *req, int code, const char *message);
 
 /* Lists and watches: local_list.c. */
-enum MHD_Result local_list(struct hub *h, struct MHD_Connection *c, struct request *req);
-enum MHD_Result local_watch(struct hub *h, struct MHD_Connection *c, struct request *req);
+int local_list(struct proxy *p, struct request *req);
+int local_watch(struct proxy *p, struct request *req);
 
 #endif

@@ -16,13 +16,12 @@
 #include <time.h>
 
 #include "cache/manager.h"
-#include "hub.h"
+#include "http/response.h"
 #include "kube/meta.h"
 #include "kube/selector.h"
 #include "proxy/local.h"
 #include "proxy/local_internal.h"
-#include "server/respond.h"
-#include "server/server.h"
+#include "proxy/proxy.h"
 #include "util/base64.h"
 #include "util/log.h"
 
@@ -65,27 +64,27 @@ static int consider_view(void *ctx, const struct store_view_state *v)
 
 /* The component whose view covers req (malloc'ed) and the view's rv, or
  * NULL when nobody's does. */
-static char *covering_view(struct hub *h, struct request *req, const char *ls, const char *fs,
+static char *covering_view(struct proxy *p, struct request *req, const char *ls, const char *fs,
 			   uint64_t *rv)
 {
 	struct component_list comps;
-	if (local_components(h, req->component, &comps) < 0)
+	if (local_components(p, req->component, &comps) < 0)
 		return NULL;
-	struct view_pick p = {req->ri.namespace, ls, fs, 0, NULL, 0, NULL};
+	struct view_pick pick = {req->ri.namespace, ls, fs, 0, NULL, 0, NULL};
 	struct store_gvr gvr = {req->ri.api_group, req->ri.api_version, req->ri.resource};
-	for (size_t i = 0; i < comps.n && !p.component; i++) {
-		p.current_component = comps.v[i];
-		store_list_views(h->store, comps.v[i], &gvr, consider_view, &p);
+	for (size_t i = 0; i < comps.n && !pick.component; i++) {
+		pick.current_component = comps.v[i];
+		store_list_views(p->store, comps.v[i], &gvr, consider_view, &pick);
 	}
 	local_components_free(&comps);
-	*rv = p.rv;
-	return p.component;
+	*rv = pick.rv;
+	return pick.component;
 }
 
 /* ---- what lists and watches share ---- */
 
 struct gen {
-	struct hub *h;
+	struct proxy *p;
 	struct store_iter *it;
 	struct selector *ls, *fs;
 	struct local_kind kind;
@@ -122,10 +121,10 @@ static enum store_err gen_iter(struct gen *g, const char *component, const struc
 	struct store_key_info info = {component,    ri->api_group, ri->api_version,
 				      ri->resource, ri->namespace, ""};
 	struct store_key root;
-	enum store_err e = store_key_build(g->h->store, &info, &root);
+	enum store_err e = store_key_build(g->p->store, &info, &root);
 	if (e != STORE_OK)
 		return e;
-	e = store_iter_begin(g->h->store, &root, start_after, &g->it);
+	e = store_iter_begin(g->p->store, &root, start_after, &g->it);
 	store_key_free(&root);
 	return e;
 }
@@ -194,6 +193,19 @@ struct list_gen {
 	char *last; /* "ns/name" of the last item sent */
 };
 
+int local_list_head(struct buf *out, const char *kind, const char *api_version)
+{
+	struct buf list_kind = BUF_INIT;
+	int rc = buf_printf(&list_kind, "%sList", kind);
+	rc = rc ? rc : buf_append_str(out, "{\"kind\":");
+	rc = rc ? rc : local_json_string(out, buf_cstr(&list_kind));
+	rc = rc ? rc : buf_append_str(out, ",\"apiVersion\":");
+	rc = rc ? rc : local_json_string(out, api_version);
+	rc = rc ? rc : buf_append_str(out, ",\"items\":[");
+	buf_free(&list_kind);
+	return rc;
+}
+
 int local_continue_token(struct buf *out, uint64_t rv, const char *start)
 {
 	struct buf raw = BUF_INIT;
@@ -258,16 +270,10 @@ static int list_produce(struct list_gen *l)
 {
 	struct buf *o = &l->g.out;
 	switch (l->state) {
-	case LIST_HEAD: {
-		const char *kind = l->g.kind.kind ? l->g.kind.kind : "";
+	case LIST_HEAD:
 		l->state = LIST_ITEMS;
-		return buf_printf(o, "{\"kind\":\"%sList\",\"apiVersion\":", kind) < 0 ||
-			       buf_append_json_str(o, l->g.kind.api_version,
-						   strlen(l->g.kind.api_version)) < 0 ||
-			       buf_append_str(o, ",\"items\":[") < 0
-			   ? -1
-			   : 0;
-	}
+		return local_list_head(o, l->g.kind.kind ? l->g.kind.kind : "",
+				       l->g.kind.api_version);
 	case LIST_ITEMS:
 		return list_items(l);
 	case LIST_TAIL: {
@@ -286,18 +292,17 @@ static int list_produce(struct list_gen *l)
 	}
 }
 
-static ssize_t list_read(void *cls, uint64_t pos, char *out, size_t max)
+static ssize_t list_read(void *cls, char *out, size_t max)
 {
-	(void)pos;
 	struct list_gen *l = cls;
 	for (;;) {
 		ssize_t n = gen_take(&l->g, out, max);
 		if (n > 0)
 			return n;
 		if (l->state == LIST_DONE)
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return REPLY_END;
 		if (list_produce(l) < 0)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return REPLY_ABORT;
 	}
 }
 
@@ -309,21 +314,21 @@ static void list_free(void *cls)
 	free(l);
 }
 
-static enum MHD_Result bad_selector(struct request *req, struct MHD_Connection *c, char *why)
+static int bad_selector(struct request *req, char *why)
 {
-	enum MHD_Result r = local_status(req, c, 400, why ? why : "invalid selector");
+	int r = local_status(req, 400, why ? why : "invalid selector");
 	free(why);
 	return r;
 }
 
-static enum MHD_Result never_listed(struct request *req, struct MHD_Connection *c)
+static int never_listed(struct request *req)
 {
 	/* Not an empty list: "empty" would tell a kubelet that its pods are
 	 * gone.  NotFound makes the client retry until the cloud is back. */
 	struct buf msg = BUF_INIT;
 	buf_printf(&msg, "%s: this list was never cached, and the cloud is unreachable",
 		   req->ri.resource);
-	enum MHD_Result r = local_status(req, c, 404, buf_cstr(&msg));
+	int r = local_status(req, 404, buf_cstr(&msg));
 	buf_free(&msg);
 	return r;
 }
@@ -341,57 +346,52 @@ static int canonical_selectors(const struct request_info *ri, char **ls, char **
 	return 0;
 }
 
-enum MHD_Result local_list(struct hub *h, struct MHD_Connection *c, struct request *req)
+int local_list(struct proxy *p, struct request *req)
 {
 	const struct request_info *ri = &req->ri;
 	char *ls = NULL, *fs = NULL, *why = NULL, *start = NULL;
 	if (canonical_selectors(ri, &ls, &fs, &why) < 0)
-		return bad_selector(req, c, why);
+		return bad_selector(req, why);
 	uint64_t view_rv = 0, token_rv = 0;
-	char *component = covering_view(h, req, ls, fs, &view_rv);
+	char *component = covering_view(p, req, ls, fs, &view_rv);
 	free(ls);
 	free(fs);
 	if (!component)
-		return never_listed(req, c);
+		return never_listed(req);
 	if (*ri->continue_token &&
 	    local_parse_continue(ri->continue_token, &token_rv, &start) < 0) {
 		free(component);
-		return local_status(req, c, 400, "invalid continue token");
+		return local_status(req, 400, "invalid continue token");
 	}
 	struct list_gen *l = calloc(1, sizeof *l);
 	if (!l) {
 		free(component);
 		free(start);
-		return MHD_NO;
+		return -1;
 	}
-	l->g.h = h;
+	l->g.p = p;
 	l->g.view_rv = token_rv ? token_rv : view_rv;
 	l->limit = ri->limit;
-	local_kind_of(h, req, &l->g.kind);
+	local_kind_of(p, req, &l->g.kind);
 	enum store_err e = STORE_OK;
 	if (gen_selectors(&l->g, ri, &why) < 0) {
 		free(component);
 		free(start);
 		list_free(l);
-		return bad_selector(req, c, why);
+		return bad_selector(req, why);
 	}
 	e = gen_iter(&l->g, component, ri, start);
 	free(component);
 	free(start);
 	if (e != STORE_OK && e != STORE_NOT_FOUND) {
 		list_free(l);
-		return local_status(req, c, 500, store_strerror(e));
+		return local_status(req, 500, store_strerror(e));
 	}
 	/* a view whose objects are all gone (listed empty): an empty list */
-	struct MHD_Response *r =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK, list_read, l, list_free);
-	if (!r) {
-		list_free(l);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	req->status = 200;
-	return respond_queue(c, 200, r);
+	struct reply *r = reply_stream(REPLY_SIZE_UNKNOWN, CHUNK, list_read, l, list_free);
+	if (r)
+		reply_header(r, "Content-Type", "application/json");
+	return reply_send(req, 200, r);
 }
 
 /* ---- watches ---- */
@@ -424,9 +424,9 @@ static int bookmark(struct watch_gen *w, bool initial_end)
 	struct buf *o = &w->g.out;
 	int rc = buf_append_str(o, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":");
 	const char *kind = w->g.kind.kind ? w->g.kind.kind : "";
-	rc = rc ? rc : buf_append_json_str(o, kind, strlen(kind));
+	rc = rc ? rc : local_json_string(o, kind);
 	rc = rc ? rc : buf_append_str(o, ",\"apiVersion\":");
-	rc = rc ? rc : buf_append_json_str(o, w->g.kind.api_version, strlen(w->g.kind.api_version));
+	rc = rc ? rc : local_json_string(o, w->g.kind.api_version);
 	rc = rc ? rc
 		: buf_printf(o, ",\"metadata\":{\"resourceVersion\":\"%llu\"%s}}}\n",
 			     (unsigned long long)gen_rv(&w->g),
@@ -471,9 +471,9 @@ static bool client_left(int fd)
 /* Wait for the next thing to say; WATCH_DONE when the watch is over. */
 static int idle(struct watch_gen *w)
 {
-	struct hub *h = w->g.h;
+	struct proxy *px = w->g.p;
 	for (;;) {
-		if (atomic_load(&h->stopping) || upstream_any_healthy(&h->upstream) ||
+		if (atomic_load(&px->stopping) || upstream_any_healthy(px->up) ||
 		    reached(&w->deadline)) {
 			/* the cloud is back: clients must re-list from it */
 			w->state = WATCH_DONE;
@@ -509,25 +509,24 @@ static int watch_produce(struct watch_gen *w)
 	}
 }
 
-static ssize_t watch_read(void *cls, uint64_t pos, char *out, size_t max)
+static ssize_t watch_read(void *cls, char *out, size_t max)
 {
-	(void)pos;
 	struct watch_gen *w = cls;
 	for (;;) {
 		ssize_t n = gen_take(&w->g, out, max);
 		if (n > 0)
 			return n;
 		if (w->state == WATCH_DONE)
-			return MHD_CONTENT_READER_END_OF_STREAM;
+			return REPLY_END;
 		if (watch_produce(w) < 0)
-			return MHD_CONTENT_READER_END_WITH_ERROR;
+			return REPLY_ABORT;
 	}
 }
 
 static void watch_free(void *cls)
 {
 	struct watch_gen *w = cls;
-	atomic_fetch_sub(&w->g.h->metrics.open_watches, 1);
+	atomic_fetch_sub(&w->g.p->metrics->open_watches, 1);
 	gen_free(&w->g);
 	free(w);
 }
@@ -552,55 +551,50 @@ static long watch_seconds(const struct request_info *ri, int min_timeout)
 	return min_timeout + (long)(rand_r(&seed) % span);
 }
 
-enum MHD_Result local_watch(struct hub *h, struct MHD_Connection *c, struct request *req)
+int local_watch(struct proxy *p, struct request *req)
 {
 	const struct request_info *ri = &req->ri;
 	char *ls = NULL, *fs = NULL, *why = NULL;
 	if (canonical_selectors(ri, &ls, &fs, &why) < 0)
-		return bad_selector(req, c, why);
+		return bad_selector(req, why);
 	uint64_t view_rv = 0;
-	char *component = covering_view(h, req, ls, fs, &view_rv);
+	char *component = covering_view(p, req, ls, fs, &view_rv);
 	free(ls);
 	free(fs);
 	bool initial = wants_initial_events(ri);
 	/* Initial events from a view never listed would say "there is nothing":
 	 * refuse instead.  A watch from a known rv needs no cached view. */
 	if (initial && !component)
-		return never_listed(req, c);
+		return never_listed(req);
 	struct watch_gen *w = calloc(1, sizeof *w);
 	if (!w) {
 		free(component);
-		return MHD_NO;
+		return -1;
 	}
-	atomic_fetch_add(&h->metrics.open_watches, 1);
-	w->g.h = h;
+	atomic_fetch_add(&p->metrics->open_watches, 1);
+	w->g.p = p;
 	w->g.view_rv = view_rv;
 	w->initial_end = ri->send_initial_events_set && ri->send_initial_events;
 	w->bookmarks = ri->allow_watch_bookmarks;
 	w->state = initial ? WATCH_INITIAL : WATCH_INITIAL_END;
-	w->client_fd = server_client_fd(c);
-	in_seconds(&w->deadline, watch_seconds(ri, h->cfg->min_request_timeout));
-	local_kind_of(h, req, &w->g.kind);
+	w->client_fd = request_client_fd(req);
+	in_seconds(&w->deadline, watch_seconds(ri, p->min_request_timeout));
+	local_kind_of(p, req, &w->g.kind);
 	enum store_err e = STORE_OK;
 	if (gen_selectors(&w->g, ri, &why) < 0) {
 		free(component);
 		watch_free(w);
-		return bad_selector(req, c, why);
+		return bad_selector(req, why);
 	}
 	if (initial)
 		e = gen_iter(&w->g, component, ri, NULL);
 	free(component);
 	if (e != STORE_OK && e != STORE_NOT_FOUND) {
 		watch_free(w);
-		return local_status(req, c, 500, store_strerror(e));
+		return local_status(req, 500, store_strerror(e));
 	}
-	struct MHD_Response *r =
-	    MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, CHUNK, watch_read, w, watch_free);
-	if (!r) {
-		watch_free(w);
-		return MHD_NO;
-	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	req->status = 200;
-	return respond_queue(c, 200, r);
+	struct reply *r = reply_stream(REPLY_SIZE_UNKNOWN, CHUNK, watch_read, w, watch_free);
+	if (r)
+		reply_header(r, "Content-Type", "application/json");
+	return reply_send(req, 200, r);
 }

@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 #include "metrics/metrics.h"
-#include "proxy/upstream.h"
+#include "cloud/upstream.h"
 
 #define OUTBOX_MAX_DEFAULT 1000
 

@@ -17,35 +17,34 @@
 #include <time.h>
 
 #include "cache/manager.h"
-#include "hub.h"
-#include "server/server.h"
+#include "http/limits.h"
+#include "http/response.h"
+#include "kube/framing.h"
+#include "proxy/proxy.h"
 #include "util/log.h"
 
-#define PENDING_MAX	(1u << 20) /* bytes from the cloud not yet taken by the client */
 #define READ_BLOCK	(64u << 10)
 #define POLL_MS		500
 #define REQUEST_SECONDS 75 /* non-long-running: kube-apiserver's 60 s, plus margin */
-/* Response headers from the cloud, all lines together: kube-apiserver sends
- * well under 2 KiB.  More would not fit the client connection's memory
- * (CONN_MEMORY_LIMIT in server.c), which libmicrohttpd answers by closing
- * the connection without a word: a 502 says what happened. */
-#define HEADERS_MAX (32u << 10)
 
 struct header {
 	char *name, *value;
 };
 
 struct remote {
-	struct hub *hub;
+	struct proxy *p;
 	struct backend *b;
 	CURL *easy;
 	CURLM *multi;
 	struct curl_slist *req_headers;
-	char *body;
+	const char *body; /* the request's; curl reads it while it uploads */
 	size_t body_len;
+	struct buf owned_body; /* the request's body once this answer streams */
 
 	unsigned int status;
-	bool headers_done, done, paused, long_running, counted_watch;
+	bool headers_done, done, paused, long_running, is_watch, counted_watch;
+	bool framing_ready;
+	struct framing framing; /* of a watch: do the bytes so far end an event? */
 	bool headers_too_large;
 	size_t header_bytes;
 	CURLcode result;
@@ -92,7 +91,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *p)
 		return len;
 	}
 	r->header_bytes += len;
-	if (r->header_bytes > HEADERS_MAX) {
+	if (r->header_bytes > LIMIT_UPSTREAM_HEADERS) {
 		r->headers_too_large = true;
 		return 0;
 	}
@@ -123,27 +122,40 @@ static size_t on_header(char *line, size_t size, size_t n, void *p)
 	return len;
 }
 
-static size_t on_body(char *data, size_t size, size_t n, void *p)
-{
-	struct remote *r = p;
-	size_t len = size * n;
-	if (r->pending.len - r->pending_off >= PENDING_MAX) {
-		r->paused = true;
-		return CURL_WRITEFUNC_PAUSE; /* the client is slower: let TCP push back */
-	}
-	if (buf_append(&r->pending, data, len) < 0)
-		return 0;
-	cache_tee_feed(r->tee, data, len);
-	atomic_fetch_add(&r->hub->metrics.proxied_bytes, len);
-	return len;
-}
-
 static const char *find_header(const struct remote *r, const char *name)
 {
 	for (size_t i = 0; i < r->nhdrs; i++)
 		if (!strcasecmp(r->hdrs[i].name, name))
 			return r->hdrs[i].value;
 	return NULL;
+}
+
+/* Where the watch events end in what was passed on (kube/framing.h). */
+static void track_framing(struct remote *r, const char *data, size_t len)
+{
+	if (!r->is_watch)
+		return;
+	if (!r->framing_ready) { /* the headers are all in by the first byte */
+		framing_init(&r->framing, find_header(r, "Content-Type"));
+		r->framing_ready = true;
+	}
+	framing_feed(&r->framing, data, len);
+}
+
+static size_t on_body(char *data, size_t size, size_t n, void *p)
+{
+	struct remote *r = p;
+	size_t len = size * n;
+	if (r->pending.len - r->pending_off >= LIMIT_PENDING) {
+		r->paused = true;
+		return CURL_WRITEFUNC_PAUSE; /* the client is slower: let TCP push back */
+	}
+	if (buf_append(&r->pending, data, len) < 0)
+		return 0;
+	cache_tee_feed(r->tee, data, len);
+	track_framing(r, data, len);
+	atomic_fetch_add(&r->p->metrics->proxied_bytes, len);
+	return len;
 }
 
 /* ---- driving libcurl ---- */
@@ -199,7 +211,7 @@ static bool have_data(const struct remote *r)
 static void pump(struct remote *r, bool want_headers)
 {
 	while (!r->done && !(want_headers ? r->headers_done : have_data(r))) {
-		if (atomic_load(&r->hub->stopping)) {
+		if (atomic_load(&r->p->stopping)) {
 			abort_with(r, "the hub is stopping");
 			break;
 		}
@@ -211,7 +223,7 @@ static void pump(struct remote *r, bool want_headers)
 			abort_with(r, "deadline");
 			break;
 		}
-		if (r->paused && r->pending.len - r->pending_off < PENDING_MAX / 2) {
+		if (r->paused && r->pending.len - r->pending_off < LIMIT_PENDING / 2) {
 			r->paused = false;
 			curl_easy_pause(r->easy, CURLPAUSE_CONT);
 		}
@@ -243,19 +255,18 @@ static void remote_free(struct remote *r)
 		return;
 	if (r->tee)
 		cache_tee_end(r->tee, false);
-	upstream_give_back(&r->hub->upstream, r->multi, r->easy);
+	upstream_give_back(r->p->up, r->multi, r->easy);
 	if (r->counted_watch)
-		atomic_fetch_sub(&r->hub->metrics.open_watches, 1);
+		atomic_fetch_sub(&r->p->metrics->open_watches, 1);
 	curl_slist_free_all(r->req_headers);
 	clear_headers(r);
 	buf_free(&r->pending);
-	free(r->body);
+	buf_free(&r->owned_body);
 	free(r);
 }
 
-static ssize_t read_body(void *cls, uint64_t pos, char *out, size_t max)
+static ssize_t read_body(void *cls, char *out, size_t max)
 {
-	(void)pos;
 	struct remote *r = cls;
 	if (!have_data(r))
 		pump(r, false);
@@ -271,11 +282,21 @@ static ssize_t read_body(void *cls, uint64_t pos, char *out, size_t max)
 		}
 		return (ssize_t)n;
 	}
-	if (r->result != CURLE_OK)
-		log_v(1, "proxy: %s: stream ended early: %s", r->b->url,
+	if (r->result == CURLE_OK)
+		return REPLY_END;
+	/* A watch that ends between two events - the hub ended it (the cloud
+	 * is unhealthy, the hub stops, its deadline), or the cloud's side broke
+	 * there - ends with a final chunk: the client sees "watch closed" and
+	 * re-watches, as from kube-apiserver.  Anything else, and a watch cut
+	 * inside an event, is broken off, so that a client cannot take what it
+	 * got for complete. */
+	if (r->is_watch && framing_between_events(&r->framing)) {
+		log_v(1, "proxy: %s: watch ended between events (%s): closed cleanly", r->b->url,
 		      curl_easy_strerror(r->result));
-	return r->result == CURLE_OK ? MHD_CONTENT_READER_END_OF_STREAM
-				     : MHD_CONTENT_READER_END_WITH_ERROR;
+		return REPLY_END;
+	}
+	log_v(1, "proxy: %s: stream ended early: %s", r->b->url, curl_easy_strerror(r->result));
+	return REPLY_ABORT;
 }
 
 static void free_body(void *cls)
@@ -301,9 +322,9 @@ static bool hop_by_hop(const char *name)
 	return false;
 }
 
-static struct MHD_Response *make_response(struct remote *r, const char *method)
+static struct reply *make_reply(struct remote *r)
 {
-	uint64_t size = MHD_SIZE_UNKNOWN;
+	uint64_t size = REPLY_SIZE_UNKNOWN;
 	const char *cl = find_header(r, "Content-Length");
 	const char *te = find_header(r, "Transfer-Encoding");
 	if (cl && !te) {
@@ -314,15 +335,13 @@ static struct MHD_Response *make_response(struct remote *r, const char *method)
 	}
 	if (r->status == 204 || r->status == 304)
 		size = 0;
-	(void)method;
-	struct MHD_Response *resp =
-	    MHD_create_response_from_callback(size, READ_BLOCK, read_body, r, free_body);
-	if (!resp)
+	struct reply *reply = reply_stream(size, READ_BLOCK, read_body, r, free_body);
+	if (!reply)
 		return NULL;
 	for (size_t i = 0; i < r->nhdrs; i++)
 		if (!hop_by_hop(r->hdrs[i].name))
-			MHD_add_response_header(resp, r->hdrs[i].name, r->hdrs[i].value);
-	return resp;
+			reply_header(reply, r->hdrs[i].name, r->hdrs[i].value);
+	return reply;
 }
 
 /* ---- setting the request up ---- */
@@ -333,41 +352,28 @@ struct header_copy {
 	const char *accept_override;
 };
 
-static enum MHD_Result copy_header(void *cls, enum MHD_ValueKind kind, const char *key,
-				   const char *value)
+static int copy_header(void *cls, const char *key, const char *value)
 {
-	(void)kind;
 	struct header_copy *hc = cls;
 	if (hop_by_hop(key) || !strcasecmp(key, "Host") || !strcasecmp(key, "Expect"))
-		return MHD_YES;
+		return 0;
 	if (hc->accept_override && !strcasecmp(key, "Accept"))
-		return MHD_YES;
+		return 0;
 	if (!strcasecmp(key, "Authorization"))
 		hc->has_auth = true;
 	struct buf line = BUF_INIT;
-	if (buf_printf(&line, "%s: %s", key, value ? value : "") < 0) {
+	if (buf_printf(&line, "%s: %s", key, value) < 0) {
 		hc->failed = true;
-		return MHD_NO;
+		return -1;
 	}
 	struct curl_slist *l = curl_slist_append(hc->list, line.data);
 	buf_free(&line);
 	if (!l) {
 		hc->failed = true;
-		return MHD_NO;
+		return -1;
 	}
 	hc->list = l;
-	return MHD_YES;
-}
-
-static bool is_long_running(const struct request_info *ri)
-{
-	static const char *const subs[] = {"attach", "exec", "proxy", "log", "portforward"};
-	if (ri->verb == VERB_WATCH || ri->verb == VERB_PROXY)
-		return true;
-	for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
-		if (!strcmp(ri->subresource, subs[i]))
-			return true;
-	return false;
+	return 0;
 }
 
 static void set_deadline(struct remote *r, const struct request_info *ri, int min_timeout)
@@ -387,18 +393,17 @@ static void set_deadline(struct remote *r, const struct request_info *ri, int mi
 	r->deadline.tv_sec += seconds;
 }
 
-static int setup(struct remote *r, struct MHD_Connection *c, struct request *req)
+static int setup(struct remote *r, struct request *req, enum cache_mode *mode)
 {
-	struct hub *h = r->hub;
+	struct proxy *p = r->p;
 	const struct request_info *ri = &req->ri;
 	struct header_copy hc = {NULL, false, false, NULL};
-	if (req->cache_mode != CACHE_NONE && req->cache_mode != CACHE_DISCOVERY) {
-		const char *accept = server_header(c, "Accept");
-		hc.accept_override = cache_accept_for(accept);
+	if (*mode != CACHE_NONE && *mode != CACHE_DISCOVERY) {
+		hc.accept_override = cache_accept_for(request_header(req, "Accept"));
 		if (!hc.accept_override)
-			req->cache_mode = CACHE_NONE; /* the client wants what we cannot read */
+			*mode = CACHE_NONE; /* the client wants what we cannot read */
 	}
-	MHD_get_connection_values(c, MHD_HEADER_KIND, copy_header, &hc);
+	request_each_header(req, copy_header, &hc);
 	if (hc.failed)
 		goto nomem;
 	if (hc.accept_override &&
@@ -407,7 +412,7 @@ static int setup(struct remote *r, struct MHD_Connection *c, struct request *req
 	if (!(hc.list = curl_slist_append(hc.list, "Expect:")))
 		goto nomem;
 	if (!hc.has_auth) {
-		char *auth = upstream_auth_header(&h->upstream);
+		char *auth = upstream_auth_header(p->up);
 		if (auth) {
 			struct curl_slist *l = curl_slist_append(hc.list, auth);
 			free(auth);
@@ -419,7 +424,7 @@ static int setup(struct remote *r, struct MHD_Connection *c, struct request *req
 	r->req_headers = hc.list;
 	/* A client that brings its own credentials is the client, not the node. */
 	struct buf url = BUF_INIT;
-	if (upstream_take(&h->upstream, r->b, !hc.has_auth, &r->multi, &r->easy) < 0 ||
+	if (upstream_take(p->up, r->b, !hc.has_auth, &r->multi, &r->easy) < 0 ||
 	    buf_printf(&url, "%s%s", r->b->url, req->raw_uri) < 0) {
 		buf_free(&url);
 		return -1;
@@ -443,9 +448,10 @@ static int setup(struct remote *r, struct MHD_Connection *c, struct request *req
 		if (strcmp(m, "POST"))
 			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, m);
 	}
-	r->long_running = is_long_running(ri);
-	set_deadline(r, ri, h->cfg->min_request_timeout);
-	r->client_fd = server_client_fd(c);
+	r->long_running = request_is_long_running(ri);
+	r->is_watch = ri->verb == VERB_WATCH;
+	set_deadline(r, ri, p->min_request_timeout);
+	r->client_fd = request_client_fd(req);
 	return curl_multi_add_handle(r->multi, e) == CURLM_OK ? 0 : -1;
 nomem:
 	curl_slist_free_all(hc.list);
@@ -478,9 +484,9 @@ static bool retryable(CURLcode cc, const struct request_info *ri)
 	return !strcmp(ri->method, "GET") || !strcmp(ri->method, "HEAD");
 }
 
-/* One attempt against backend b: REMOTE_OK with r ready to stream, or the
- * failure (r freed). */
-static enum remote_outcome attempt(struct hub *h, struct MHD_Connection *c, struct request *req,
+/* One attempt against backend b: REMOTE_ANSWERED with r ready to stream (not
+ * queued yet), or the failure (r freed). */
+static enum remote_outcome attempt(struct proxy *p, struct request *req, enum cache_mode *mode,
 				   struct backend *b, struct remote **out, bool *may_retry)
 {
 	*out = NULL;
@@ -488,31 +494,28 @@ static enum remote_outcome attempt(struct hub *h, struct MHD_Connection *c, stru
 	struct remote *r = calloc(1, sizeof *r);
 	if (!r)
 		return REMOTE_ERROR;
-	r->hub = h;
+	r->p = p;
 	r->b = b;
 	r->client_fd = -1;
+	/* borrowed while attempts last; taken over (not copied) by the one
+	 * that answers, see remote_proxy() */
+	r->body = req->body.data;
 	r->body_len = req->body.len;
-	if (req->body.len && !(r->body = malloc(req->body.len))) {
-		free(r);
-		return REMOTE_ERROR;
-	}
-	if (req->body.len)
-		memcpy(r->body, req->body.data, req->body.len);
-	if (setup(r, c, req) < 0) {
+	if (setup(r, req, mode) < 0) {
 		remote_free(r);
 		return REMOTE_ERROR;
 	}
 	pump(r, true);
 	if (r->headers_done) {
 		*out = r;
-		return REMOTE_OK;
+		return REMOTE_ANSWERED;
 	}
 	CURLcode cc = r->done ? r->result : CURLE_OPERATION_TIMEDOUT;
 	log_v(1, "proxy: %s %s: %s%s", b->url, req->raw_uri, curl_easy_strerror(cc),
 	      r->headers_too_large ? " (response headers over 32 KiB)" : "");
 	enum remote_outcome outcome = REMOTE_ERROR;
 	if (unreachable(cc)) {
-		health_report_failure(h->health, b);
+		health_report_failure(p->health, b);
 		outcome = REMOTE_UNREACHABLE;
 		*may_retry = retryable(cc, &req->ri);
 	} else if (cc != CURLE_ABORTED_BY_CALLBACK) {
@@ -524,24 +527,27 @@ static enum remote_outcome attempt(struct hub *h, struct MHD_Connection *c, stru
 	return outcome;
 }
 
-enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct request *req,
-				 struct MHD_Response **resp, unsigned int *status)
+enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cache_mode mode)
 {
-	*resp = NULL;
 	uint64_t tried = 0;
 	struct remote *r = NULL;
 	enum remote_outcome out = REMOTE_NO_BACKEND;
-	for (struct backend *b; (b = upstream_pick(&h->upstream, tried));) {
+	for (struct backend *b; (b = upstream_pick(p->up, tried));) {
 		bool may_retry;
-		out = attempt(h, c, req, b, &r, &may_retry);
+		out = attempt(p, req, &mode, b, &r, &may_retry);
 		if (out != REMOTE_UNREACHABLE || !may_retry)
 			break;
 		if (b->index < 64)
 			tried |= 1ULL << b->index;
 	}
-	if (out != REMOTE_OK)
+	if (out != REMOTE_ANSWERED)
 		return out;
-	r->tee = cache_tee_new(h->cache, req->cache_mode, req->component, &req->ri, (int)r->status,
+	/* The answer may outlive the request; curl may still be sending the
+	 * body (a server may answer before reading it all).  Same bytes, new
+	 * owner: r->body stays valid. */
+	r->owned_body = req->body;
+	req->body = (struct buf)BUF_INIT;
+	r->tee = cache_tee_new(p->cache, mode, req->component, &req->ri, (int)r->status,
 			       find_header(r, "Content-Type"), find_header(r, "Content-Encoding"));
 	/* bytes that arrived with the headers */
 	if (r->tee && have_data(r))
@@ -553,13 +559,9 @@ enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct
 	}
 	if (req->ri.verb == VERB_WATCH) {
 		r->counted_watch = true;
-		atomic_fetch_add(&h->metrics.open_watches, 1);
+		atomic_fetch_add(&p->metrics->open_watches, 1);
 	}
-	*status = r->status;
-	*resp = make_response(r, req->ri.method);
-	if (!*resp) {
-		remote_free(r);
-		return REMOTE_ERROR;
-	}
-	return REMOTE_OK;
+	unsigned int status = r->status;
+	/* from here on the reply owns r (make_reply frees it on failure) */
+	return reply_send(req, status, make_reply(r)) == 0 ? REMOTE_ANSWERED : REMOTE_CLOSE;
 }

@@ -11,25 +11,29 @@
  *
  * A watch or other long-running request ends when its backend is declared
  * unhealthy, when the hub stops, or when the client goes away, so that a
- * client never sits on a silent, dead stream.
+ * client never sits on a silent, dead stream.  A watch that ends between two
+ * events (kube/framing.h) - so ended, or closed by the cloud there - gets
+ * its final chunk, as from kube-apiserver, and the client re-watches; any
+ * other cut answer is broken off, so that no client takes it for whole.
  */
 #ifndef YURTHUB_PROXY_REMOTE_H
 #define YURTHUB_PROXY_REMOTE_H
 
-#include <microhttpd.h>
+#include "cache/cacheable.h"
+#include "http/request.h"
 
-struct hub;
-struct request;
+struct proxy;
 
 enum remote_outcome {
-	REMOTE_OK,	    /* *resp is the cloud's answer, *status its code */
+	REMOTE_ANSWERED,    /* the cloud's answer is on its way to the client */
+	REMOTE_CLOSE,	    /* it could not be queued: close the connection */
 	REMOTE_NO_BACKEND,  /* no healthy backend to try */
 	REMOTE_UNREACHABLE, /* the backend could not be reached (health told) */
 	REMOTE_BAD_ANSWER,  /* it answered what cannot be passed on (a 502) */
 	REMOTE_ERROR,	    /* anything else (out of memory, bad request) */
 };
 
-enum remote_outcome remote_proxy(struct hub *h, struct MHD_Connection *c, struct request *req,
-				 struct MHD_Response **resp, unsigned int *status);
+/* Send req to the cloud and queue its answer; mode: how to cache it. */
+enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cache_mode mode);
 
 #endif

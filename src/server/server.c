@@ -1,11 +1,10 @@
 /*
- * server.c - libmicrohttpd daemons and request routing, see server.h.
+ * server.c - the libmicrohttpd adapter, see server.h.
  *
  * A request's life: the URI-log callback makes its struct request (so the
  * raw URI, query and all, is kept byte for byte for the upstream), the
- * access handler collects the body, then routes: the hub's endpoints on the
- * serve port; on the proxy ports the cloud when a backend is healthy, the
- * local answers otherwise.  The completion callback counts and frees it.
+ * access handler reads it, collects the body and calls the port's handler;
+ * the completion callback counts and frees it.
  */
 #include "server/server.h"
 
@@ -13,74 +12,56 @@
 #include <errno.h>
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
+#include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+#include <unistd.h>
 
-#include "hub.h"
-#include "proxy/local.h"
-#include "proxy/remote.h"
-#include "server/respond.h"
+#include "http/limits.h"
+#include "http/response.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 
-#define BODY_MAX	  (16u << 20) /* larger request bodies get 413 */
-#define CONNECTIONS_MAX	  4096
-#define STACK_SIZE	  (256u << 10)
-#define IDLE_TIMEOUT_S	  600	      /* a kept-alive connection with no request */
-#define CONN_MEMORY_LIMIT (64u << 10) /* headers of one request */
+#define STACK_SIZE     (256u << 10)
+#define IDLE_TIMEOUT_S 600 /* a kept-alive connection with no request */
 
 enum port_kind { PORT_PROXY, PORT_PROXY_TLS, PORT_HUB };
 
 struct daemon_ctx {
-	struct hub *hub;
+	const struct server_routes *routes;
 	enum port_kind kind;
 	struct MHD_Daemon *d;
+	int quiesced_fd; /* the listening socket once quiesced: ours to close */
 };
 
 struct server {
+	struct server_routes routes;
 	struct daemon_ctx proxy, proxy_tls, hubd;
 	struct buf tls_cert, tls_key, client_ca;
 };
-
-int server_client_fd(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	return ci ? ci->connect_fd : -1;
-}
-
-const char *server_header(struct MHD_Connection *c, const char *name)
-{
-	return MHD_lookup_connection_value(c, MHD_HEADER_KIND, name);
-}
 
 /* ---- request lifecycle ---- */
 
 static void *on_uri(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	(void)c;
 	struct daemon_ctx *dc = cls;
-	struct request *req = calloc(1, sizeof *req);
-	if (!req)
-		return NULL;
-	req->hub = dc->hub;
-	req->raw_uri = strdup(uri ? uri : "/");
-	clock_gettime(CLOCK_MONOTONIC, &req->t0);
-	if (dc->kind != PORT_HUB) /* proxied requests only: not the scrape itself */
-		atomic_fetch_add(&dc->hub->metrics.in_flight, 1);
+	struct request *req = request_new(c, uri);
+	if (req && dc->kind != PORT_HUB) /* proxied requests only: not the scrape itself */
+		atomic_fetch_add(&dc->routes->metrics->in_flight, 1);
 	return req;
 }
 
-static void request_free(struct request *req)
+static void count_finished(struct metrics *m, struct request *req)
 {
-	request_info_free(&req->ri);
-	free(req->ri_err);
-	free(req->raw_uri);
-	free(req->component);
-	buf_free(&req->body);
-	free(req);
+	const char *verb = req->ri_ok ? request_info_verb(&req->ri) : "unknown";
+	metrics_request(m, req->component, verb, (int)req->status);
+	double s = request_seconds(req);
+	if (!req->is_watch)
+		metrics_observe(&m->request_seconds, s);
+	/* the URL only: headers (credentials) and bodies (Secrets) never */
+	log_v(4, "request: %s %s %s: %u in %.3f s", req->component ? req->component : "-", verb,
+	      req->raw_uri, req->status, s);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
@@ -92,67 +73,19 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct request *req = *req_cls;
 	if (!req)
 		return;
-	struct hub *h = dc->hub;
-	if (dc->kind != PORT_HUB)
-		atomic_fetch_sub(&h->metrics.in_flight, 1);
-	if (req->started && dc->kind != PORT_HUB) {
-		const char *verb = req->ri_ok ? request_info_verb(&req->ri) : "unknown";
-		metrics_request(&h->metrics, req->component, verb, (int)req->status);
-		struct timespec t1;
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double s = (double)(t1.tv_sec - req->t0.tv_sec) +
-			   (double)(t1.tv_nsec - req->t0.tv_nsec) / 1e9;
-		if (!req->is_watch)
-			metrics_observe(&h->metrics.request_seconds, s);
-		/* the URL only: headers (credentials) and bodies (Secrets) never */
-		log_v(4, "request: %s %s %s: %u in %.3f s", req->component ? req->component : "-",
-		      verb, req->raw_uri ? req->raw_uri : "-", req->status, s);
+	if (dc->kind != PORT_HUB) {
+		atomic_fetch_sub(&dc->routes->metrics->in_flight, 1);
+		if (req->started)
+			count_finished(dc->routes->metrics, req);
 	}
+	gate_release(dc->routes->gate, req);
 	request_free(req);
 	*req_cls = NULL;
 }
 
-static enum MHD_Result answer(struct request *req, struct MHD_Connection *c, unsigned int code,
-			      struct MHD_Response *r)
+static enum MHD_Result result(int rc)
 {
-	req->status = code;
-	return respond_queue(c, code, r);
-}
-
-static enum MHD_Result answer_status(struct request *req, struct MHD_Connection *c, int code,
-				     const char *message)
-{
-	return answer(req, c, (unsigned int)code, respond_status(code, NULL, message, NULL));
-}
-
-/* ---- the hub's own endpoints ---- */
-
-static enum MHD_Result hub_endpoint(struct hub *h, struct request *req, struct MHD_Connection *c)
-{
-	const char *path = req->raw_uri;
-	size_t n = strcspn(path, "?");
-	if (n == 11 && !strncmp(path, "/v1/healthz", n)) {
-		char *ok = strdup("OK");
-		return answer(req, c, 200, ok ? respond_bytes(ok, 2, "text/plain") : NULL);
-	}
-	if (n == 10 && !strncmp(path, "/v1/readyz", n)) {
-		bool ready = atomic_load(&h->ready);
-		char *body = strdup(ready ? "OK" : "the store is not ready");
-		return answer(req, c, ready ? 200 : 503,
-			      body ? respond_bytes(body, strlen(body), "text/plain") : NULL);
-	}
-	if (n == 8 && !strncmp(path, "/metrics", n)) {
-		struct buf b = BUF_INIT;
-		if (metrics_render(&h->metrics, &b) < 0) {
-			buf_free(&b);
-			return MHD_NO;
-		}
-		size_t len = b.len;
-		return answer(
-		    req, c, 200,
-		    respond_bytes(buf_steal(&b), len, "text/plain; version=0.0.4; charset=utf-8"));
-	}
-	return answer(req, c, 404, respond_bytes(strdup("404 page not found\n"), 19, "text/plain"));
+	return rc == 0 ? MHD_YES : MHD_NO;
 }
 
 /* ---- the secure port's client check ---- */
@@ -171,68 +104,70 @@ static bool client_cert_ok(struct MHD_Connection *c)
 	return gnutls_certificate_verify_peers2(s, &status) == GNUTLS_E_SUCCESS && status == 0;
 }
 
-/* ---- proxying ---- */
+/* ---- the access handler ---- */
 
-static enum MHD_Result route_proxy(struct hub *h, struct request *req, struct MHD_Connection *c)
+/* What is refused as soon as the headers are in, before any of the body is
+ * read (libmicrohttpd then closes the connection instead of reading it):
+ * 1 when nothing is, else the answer's result. */
+static int refuse_early(struct daemon_ctx *dc, struct request *req)
 {
-	if (!req->ri_ok)
-		return answer_status(req, c, 400, req->ri_err ? req->ri_err : "bad request");
-	if (server_header(c, "Upgrade"))
-		return answer_status(req, c, 501,
-				     "protocol upgrades (exec, attach, port-forward) are not "
-				     "proxied by this hub");
-	req->is_watch = req->ri.verb == VERB_WATCH;
-	health_wait_first(h->health);
-	struct MHD_Response *resp = NULL;
-	unsigned int status = 0;
-	enum remote_outcome out = remote_proxy(h, c, req, &resp, &status);
-	if (out == REMOTE_OK)
-		return answer(req, c, status, resp);
-	if (out == REMOTE_ERROR)
-		return answer_status(req, c, 500, "the hub could not forward the request");
-	if (out == REMOTE_BAD_ANSWER)
-		return answer_status(req, c, 502,
-				     "the API server's answer could not be passed on (malformed, "
-				     "or headers over 32 KiB)");
-	/* The cloud cannot be reached: answer from the store. */
-	return local_answer(h, c, req);
+	if (dc->kind == PORT_HUB)
+		return 1;
+	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn))
+		return reply_status(
+		    req, 401, NULL,
+		    "a client certificate signed by the hub's client CA is required", NULL);
+	return gate_admit(dc->routes->gate, req);
+}
+
+/* One piece of the body: kept when it fits the limits, dropped (and the
+ * request refused once the body is in) when it does not.  0 or -1. */
+static int take_body(struct daemon_ctx *dc, struct request *req, const char *data, size_t n)
+{
+	if (!gate_take_body(dc->routes->gate, req, n))
+		return 0;
+	/* all at once when announced: a doubling buffer would hold up to twice
+	 * what the budget counts */
+	long long announced = request_announced_length(req);
+	if (!req->body.cap && announced > 0 && buf_reserve(&req->body, (size_t)announced) < 0)
+		return -1;
+	return buf_append(&req->body, data, n);
+}
+
+static int dispatch(struct daemon_ctx *dc, struct request *req)
+{
+	const struct server_routes *rt = dc->routes;
+	if (req->body_too_large || req->body_no_room)
+		return gate_refuse_body(rt->gate, req);
+	if (dc->kind == PORT_HUB)
+		return rt->hub(rt->hub_ctx, req);
+	return rt->proxy(rt->proxy_ctx, req);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload_data,
 				  size_t *upload_size, void **req_cls)
 {
+	(void)c;
 	(void)url;
 	(void)version;
 	struct daemon_ctx *dc = cls;
-	struct hub *h = dc->hub;
 	struct request *req = *req_cls;
 	if (!req)
 		return MHD_NO;
-	if (!req->started) {
-		req->started = true;
-		req->ri_ok = request_info_parse(method, req->raw_uri, &req->ri, &req->ri_err) == 0;
-		req->component = cache_component(server_header(c, MHD_HTTP_HEADER_USER_AGENT));
-		if (req->ri_ok && req->component)
-			req->cache_mode = cache_mode_for(&h->agents, req->component, &req->ri);
-		return MHD_YES; /* the body, if any, comes in the next calls */
+	if (!req->started) { /* the body, if any, comes in the next calls */
+		if (request_begin(req, method) < 0)
+			return MHD_NO;
+		int rc = refuse_early(dc, req);
+		return rc == 1 ? MHD_YES : result(rc);
 	}
 	if (*upload_size) {
-		if (req->body.len + *upload_size > BODY_MAX)
-			req->body_too_large = true;
-		else if (buf_append(&req->body, upload_data, *upload_size) < 0)
+		if (take_body(dc, req, upload_data, *upload_size) < 0)
 			return MHD_NO;
 		*upload_size = 0;
 		return MHD_YES;
 	}
-	if (dc->kind == PORT_HUB)
-		return hub_endpoint(h, req, c);
-	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(c))
-		return answer_status(
-		    req, c, 401, "a client certificate signed by the hub's client CA is required");
-	if (req->body_too_large)
-		return answer_status(req, c, 413, "request body too large");
-	return route_proxy(h, req, c);
+	return result(dispatch(dc, req));
 }
 
 /* ---- daemons ---- */
@@ -266,10 +201,10 @@ static int bind_addr(const char *host, int port, struct sockaddr_storage *ss, so
 	return -1;
 }
 
-static int start_daemon(struct daemon_ctx *dc, struct hub *h, enum port_kind kind, const char *host,
-			int port, struct server *s)
+static int start_daemon(struct server *s, struct daemon_ctx *dc, enum port_kind kind,
+			const char *host, int port)
 {
-	dc->hub = h;
+	dc->routes = &s->routes;
 	dc->kind = kind;
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -288,11 +223,11 @@ static int start_daemon(struct daemon_ctx *dc, struct hub *h, enum port_kind kin
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)on_uri, dc};
 	opts[n++] =
 	    (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, dc};
-	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, CONNECTIONS_MAX, NULL};
+	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, LIMIT_CONNECTIONS, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_THREAD_STACK_SIZE, STACK_SIZE, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, IDLE_TIMEOUT_S, NULL};
 	opts[n++] =
-	    (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY_LIMIT, NULL};
+	    (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, LIMIT_CONN_MEMORY, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
 	if (kind == PORT_PROXY_TLS) {
 		flags |= MHD_USE_TLS;
@@ -330,48 +265,62 @@ static bool is_loopback(const char *host)
 	return !strncmp(host, "127.", 4) || !strcmp(host, "::1");
 }
 
-int server_start(struct hub *h, struct server **out)
+int server_start(const struct config *cfg, const struct server_routes *routes, struct server **out)
 {
-	const struct config *cfg = h->cfg;
 	struct server *s = calloc(1, sizeof *s);
+	*out = s;
 	if (!s)
 		return -1;
-	*out = s;
-	if (start_daemon(&s->hubd, h, PORT_HUB, cfg->bind_address, cfg->serve_port, s) < 0)
+	s->routes = *routes;
+	s->proxy.quiesced_fd = s->proxy_tls.quiesced_fd = s->hubd.quiesced_fd = -1;
+	if (start_daemon(s, &s->hubd, PORT_HUB, cfg->bind_address, cfg->serve_port) < 0)
 		return -1;
 	if (!is_loopback(cfg->bind_proxy_address))
 		log_warn("the plain HTTP proxy listens on %s, not on loopback: any host that "
 			 "reaches it can use the node's identity",
 			 cfg->bind_proxy_address);
 	if (cfg->proxy_port &&
-	    start_daemon(&s->proxy, h, PORT_PROXY, cfg->bind_proxy_address, cfg->proxy_port, s) < 0)
+	    start_daemon(s, &s->proxy, PORT_PROXY, cfg->bind_proxy_address, cfg->proxy_port) < 0)
 		return -1;
-	if (cfg->proxy_secure_port) {
-		if (!*cfg->tls_cert_file || !*cfg->client_ca_file) {
-			log_warn("secure port %d off: it needs --tls-cert-file, "
-				 "--tls-private-key-file and --client-ca-file",
-				 cfg->proxy_secure_port);
-		} else if (load_tls(s, cfg) < 0 ||
-			   start_daemon(&s->proxy_tls, h, PORT_PROXY_TLS, cfg->bind_proxy_address,
-					cfg->proxy_secure_port, s) < 0) {
-			return -1;
-		}
+	if (!cfg->proxy_secure_port)
+		return 0;
+	if (!*cfg->tls_cert_file || !*cfg->client_ca_file) {
+		log_warn("secure port %d off: it needs --tls-cert-file, "
+			 "--tls-private-key-file and --client-ca-file",
+			 cfg->proxy_secure_port);
+		return 0;
 	}
+	if (load_tls(s, cfg) < 0 ||
+	    start_daemon(s, &s->proxy_tls, PORT_PROXY_TLS, cfg->bind_proxy_address,
+			 cfg->proxy_secure_port) < 0)
+		return -1;
 	return 0;
+}
+
+void server_quiesce(struct server *s)
+{
+	if (!s)
+		return;
+	struct daemon_ctx *all[] = {&s->proxy, &s->proxy_tls, &s->hubd};
+	for (int i = 0; i < 3; i++)
+		if (all[i]->d && all[i]->quiesced_fd < 0)
+			all[i]->quiesced_fd = MHD_quiesce_daemon(all[i]->d);
 }
 
 void server_stop(struct server *s)
 {
 	if (!s)
 		return;
-	struct daemon_ctx *all[] = {&s->proxy, &s->proxy_tls, &s->hubd};
 	/* Stop accepting first, everywhere; then wait for the connections. */
-	for (int i = 0; i < 3; i++)
-		if (all[i]->d)
-			MHD_quiesce_daemon(all[i]->d);
-	for (int i = 0; i < 3; i++)
+	server_quiesce(s);
+	struct daemon_ctx *all[] = {&s->proxy, &s->proxy_tls, &s->hubd};
+	for (int i = 0; i < 3; i++) {
 		if (all[i]->d)
 			MHD_stop_daemon(all[i]->d);
+		/* only now: a connection thread may use it until the stop */
+		if (all[i]->quiesced_fd >= 0 && close(all[i]->quiesced_fd) < 0)
+			log_v(1, "closing a listening socket: %s", strerror(errno));
+	}
 	buf_free(&s->tls_cert);
 	buf_free(&s->tls_key);
 	buf_free(&s->client_ca);

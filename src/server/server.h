@@ -1,8 +1,16 @@
 /*
- * server.h - the front end: libmicrohttpd daemons for the proxy (plain HTTP
- * on --proxy-port, HTTPS with client certificates on --proxy-secure-port)
- * and for the hub's own endpoints (--serve-port: /v1/healthz, /v1/readyz,
- * /metrics), and the routing of each request.
+ * server.h - the libmicrohttpd adapter: the daemons of the proxy ports
+ * (plain HTTP on --proxy-port, HTTPS with client certificates on
+ * --proxy-secure-port) and of the hub's own port (--serve-port), turning
+ * each connection's requests into struct request (http/) and handing them
+ * to the handlers the hub registered.  It knows nothing of what the
+ * handlers do.
+ *
+ * Before a handler runs, the adapter has read the request line and headers,
+ * checked the secure port's client certificate (as soon as the headers are
+ * in: a client without one never gets a byte of its body read), applied
+ * the limits of http/limits.h (--max-requests-in-flight, the body sizes),
+ * and collected the body.  It counts every finished proxy request in the metrics.
  *
  * Threading: one thread per client connection (MHD_USE_THREAD_PER_CONNECTION),
  * capped by a connection limit.  A connection's thread does all the work of
@@ -12,42 +20,31 @@
 #ifndef YURTHUB_SERVER_SERVER_H
 #define YURTHUB_SERVER_SERVER_H
 
-#include <microhttpd.h>
-#include <stdbool.h>
-#include <time.h>
+#include "config.h"
+#include "http/limits.h"
+#include "http/request.h"
+#include "metrics/metrics.h"
 
-#include "cache/cacheable.h"
-#include "kube/requestinfo.h"
-#include "util/buf.h"
+/* Answers req (with http/response.h); 0, or -1 to close the connection. */
+typedef int (*server_handler)(void *ctx, struct request *req);
 
-struct hub;
-
-/* One request, from its first byte to its completion. */
-struct request {
-	struct hub *hub;
-	char *raw_uri;
-	struct request_info ri;
-	bool ri_ok;
-	char *ri_err;
-	char *component;
-	enum cache_mode cache_mode;
-	struct buf body;
-	bool started, body_too_large, is_watch;
-	struct timespec t0;
-	unsigned int status; /* what was answered, for metrics */
+struct server_routes {
+	server_handler proxy; /* both proxy ports */
+	void *proxy_ctx;
+	server_handler hub; /* the serve port */
+	void *hub_ctx;
+	struct metrics *metrics;
+	struct request_gate *gate; /* --max-requests-in-flight, the body budget */
 };
 
 struct server;
 
-/* Start the daemons; 0, or -1 with the reason logged. */
-int server_start(struct hub *h, struct server **out);
+/* Start the daemons; 0, or -1 with the reason logged (*out is set either
+ * way, for server_stop). */
+int server_start(const struct config *cfg, const struct server_routes *routes, struct server **out);
+/* Stop accepting connections; the ones open go on. */
+void server_quiesce(struct server *s);
 /* Stop accepting, end long requests, join every connection thread. */
 void server_stop(struct server *s);
-
-/* The request's client socket, to notice a client that went away while its
- * request waits (-1 when unknown). */
-int server_client_fd(struct MHD_Connection *c);
-/* A request header, or NULL. */
-const char *server_header(struct MHD_Connection *c, const char *name);
 
 #endif

@@ -6,6 +6,7 @@ certificate signed by --client-ca-file.
 
 import base64
 import os
+import socket
 import ssl
 import subprocess
 import sys
@@ -53,6 +54,42 @@ def tls_get(port, path, cafile, cert=None, key=None):
     body = r.read()
     c.close()
     return r.status, body
+
+
+def refused_before_body(t, port, cafile):
+    """A client without a certificate gets its 401 as soon as its headers are
+    in: the hub does not wait for (nor buffer) a body it will refuse.  The
+    request announces 8 MiB and sends none of it; the 401 must come anyway,
+    and the connection then closes (the body is never read)."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10),
+                           server_hostname="127.0.0.1")
+    sock.sendall(b"POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\n"
+                 b"Content-Type: application/json\r\nContent-Length: 8388608\r\n\r\n")
+    data = b""
+    try:
+        while b"\r\n\r\n" not in data:
+            b = sock.recv(65536)
+            if not b:
+                break
+            data += b
+    except socket.timeout:
+        pass
+    t.check("the secure port refuses a client without a certificate before its body",
+            data.startswith(b"HTTP/1.1 401"), data[:100])
+    closed = False
+    try:
+        while True:
+            b = sock.recv(65536)
+            if not b:
+                closed = True
+                break
+    except (ssl.SSLEOFError, ConnectionResetError):
+        closed = True  # closed without a TLS close_notify: closed all the same
+    except (socket.timeout, ssl.SSLError, OSError):
+        pass
+    t.check("and closes the connection instead of reading the body", closed)
+    sock.close()
 
 
 def main():
@@ -122,6 +159,7 @@ users:
     except (ssl.SSLError, OSError, http.client.HTTPException):
         refused = True
     t.check("the secure port refuses a certificate from another CA", refused)
+    t.run(refused_before_body, secure_port, p("hub-ca.crt"))
     hub.stop()
 
     # 3. identity from the explicit flags

@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "proxy/upstream.h"
+#include "cloud/upstream.h"
 
 #include "metrics/metrics.h"
 #include "proxy/outbox.h"

@@ -1,5 +1,5 @@
 /*
- * test_upstream.c - proxy/upstream: the client certificate and key are
+ * test_upstream.c - cloud/upstream: the client certificate and key are
  * re-read when their files change (kubelet rotates its certificate by
  * re-pointing a symlink at a new cert+key file), a changed pair is taken only
  * when it parses and matches, a refused change is judged (and warned about)
@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "proxy/upstream.h"
+#include "cloud/upstream.h"
 #include "testutil.h"
 #include "util/base64.h"
 #include "util/buf.h"

@@ -3,7 +3,7 @@
  * balancer: upstream_pick() is the whole of load balancing (rr or priority
  * over the backends the health checker calls healthy).
  */
-#include "proxy/upstream.h"
+#include "cloud/upstream.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -8,9 +8,14 @@
  * All handles share one connection cache, DNS cache and TLS session cache
  * (a CURLSH), so that keep-alive connections to the cloud are reused across
  * client connections.
+ *
+ * cloud/ is the one place that knows the backends: this file (who they are,
+ * how to reach them, which one to use) and health.c (whether they answer).
+ * The proxy, the offline-Event outbox and the health prober all use it; it
+ * uses nothing above it.
  */
-#ifndef YURTHUB_PROXY_UPSTREAM_H
-#define YURTHUB_PROXY_UPSTREAM_H
+#ifndef YURTHUB_CLOUD_UPSTREAM_H
+#define YURTHUB_CLOUD_UPSTREAM_H
 
 #include <curl/curl.h>
 #include <pthread.h>

@@ -5,7 +5,7 @@
  * State lives in struct backend (healthy is atomic, read by every request;
  * the counters are touched only under h->lock).
  */
-#include "health/health.h"
+#include "cloud/health.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,5 +1,7 @@
 /*
- * health.h - is the cloud there?  Per-backend probing (docs/contracts.md §7).
+ * health.h - is the cloud there?  Per-backend probing (docs/contracts.md §7),
+ * in cloud/ beside the backends whose state it sets (struct backend's
+ * healthy flag).
  *
  * Every --heartbeat-interval-seconds each backend gets GET /healthz with a
  * --heartbeat-timeout-seconds timeout.  Any HTTP answer below 500 counts as
@@ -13,12 +15,12 @@
  * starts the remaining attempts at once, in parallel, so that a dead link is
  * noticed within one probe timeout of the first failure.
  */
-#ifndef YURTHUB_HEALTH_HEALTH_H
-#define YURTHUB_HEALTH_HEALTH_H
+#ifndef YURTHUB_CLOUD_HEALTH_H
+#define YURTHUB_CLOUD_HEALTH_H
 
 #include "config.h"
 #include "metrics/metrics.h"
-#include "proxy/upstream.h"
+#include "cloud/upstream.h"
 
 struct health;
 

@@ -1,0 +1,145 @@
+/*
+ * housekeeping.c - a thread of the hub that wakes now and then: it counts
+ * the cached objects for yurthub_cached_objects and, on the etcd store,
+ * removes old tombstones and stray holdings.  See housekeeping.h.
+ */
+#include "housekeeping.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "storage/etcd.h"
+#include "util/log.h"
+
+/* The object count behind yurthub_cached_objects: soon after start (so a
+ * scrape sees it within seconds), then once a minute. */
+#define COUNT_FIRST_S	 1
+#define COUNT_INTERVAL_S 60
+/* The etcd store's tombstones and stray holdings; also the age at which
+ * tombstones go. */
+#define ETCD_GC_INTERVAL_S 600
+
+struct housekeeping {
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* on CLOCK_MONOTONIC: a clock step neither fires nor starves it */
+	bool stop;
+	struct store *store;
+	struct metrics *metrics;
+	bool etcd_gc;
+};
+
+static void count_objects(struct housekeeping *k)
+{
+	uint64_t n = 0;
+	enum store_err e = store_count_objects(k->store, &n);
+	if (e == STORE_OK) {
+		atomic_store(&k->metrics->cached_objects, n > INT64_MAX ? INT64_MAX : (int64_t)n);
+		return;
+	}
+	/* The gauge keeps its last value; a store that fails is already seen
+	 * in yurthub_cache_failures_total, so this is an event, not a warning. */
+	log_info("counting cached objects failed (%s); tried again in %d s", store_strerror(e),
+		 COUNT_INTERVAL_S);
+}
+
+static void etcd_gc(struct housekeeping *k)
+{
+	long n = etcd_store_gc(k->store, ETCD_GC_INTERVAL_S);
+	if (n < 0)
+		log_warn("etcd store housekeeping failed; tried again in %d s", ETCD_GC_INTERVAL_S);
+	else if (n > 0)
+		log_info("etcd store housekeeping: %ld stale records removed", n);
+}
+
+static bool reached(const struct timespec *now, const struct timespec *t)
+{
+	return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+static void *housekeeping_main(void *arg)
+{
+	struct housekeeping *k = arg;
+	struct timespec now, next_count, next_gc;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	next_count = next_gc = now;
+	next_count.tv_sec += COUNT_FIRST_S;
+	next_gc.tv_sec += ETCD_GC_INTERVAL_S;
+	pthread_mutex_lock(&k->mu);
+	while (!k->stop) {
+		/* Each task has its own absolute deadline, so a wakeup for one
+		 * (or a spurious one) does not push the other back. */
+		const struct timespec *until =
+		    k->etcd_gc && !reached(&next_gc, &next_count) ? &next_gc : &next_count;
+		int rc = pthread_cond_timedwait(&k->cv, &k->mu, until);
+		if (k->stop)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (rc != ETIMEDOUT && !reached(&now, until))
+			continue;
+		/* The store calls run unlocked: stop() only waits for the one in
+		 * progress (bounded by the store's own timeouts). */
+		pthread_mutex_unlock(&k->mu);
+		if (reached(&now, &next_count)) {
+			count_objects(k);
+			next_count = now;
+			next_count.tv_sec += COUNT_INTERVAL_S;
+		}
+		if (k->etcd_gc && reached(&now, &next_gc)) {
+			etcd_gc(k);
+			next_gc = now;
+			next_gc.tv_sec += ETCD_GC_INTERVAL_S;
+		}
+		pthread_mutex_lock(&k->mu);
+	}
+	pthread_mutex_unlock(&k->mu);
+	return NULL;
+}
+
+struct housekeeping *housekeeping_start(struct store *s, struct metrics *m, bool etcd_gc)
+{
+	struct housekeeping *k = calloc(1, sizeof *k);
+	if (!k)
+		return NULL;
+	k->store = s;
+	k->metrics = m;
+	k->etcd_gc = etcd_gc;
+	if (pthread_mutex_init(&k->mu, NULL) != 0) {
+		free(k);
+		return NULL;
+	}
+	pthread_condattr_t ca;
+	bool ca_ok = pthread_condattr_init(&ca) == 0;
+	if (!ca_ok || pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0 ||
+	    pthread_cond_init(&k->cv, &ca) != 0) {
+		if (ca_ok)
+			pthread_condattr_destroy(&ca);
+		pthread_mutex_destroy(&k->mu);
+		free(k);
+		return NULL;
+	}
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&k->thread, NULL, housekeeping_main, k) != 0) {
+		pthread_cond_destroy(&k->cv);
+		pthread_mutex_destroy(&k->mu);
+		free(k);
+		return NULL;
+	}
+	return k;
+}
+
+void housekeeping_stop(struct housekeeping *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->mu);
+	k->stop = true;
+	pthread_cond_signal(&k->cv);
+	pthread_mutex_unlock(&k->mu);
+	pthread_join(k->thread, NULL);
+	pthread_cond_destroy(&k->cv);
+	pthread_mutex_destroy(&k->mu);
+	free(k);
+}

@@ -1,0 +1,90 @@
+/* request.c - one client request, see request.h. */
+#include "http/request.h"
+
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache/cacheable.h"
+#include "http/response.h"
+
+struct request *request_new(struct MHD_Connection *conn, const char *raw_uri)
+{
+	struct request *req = calloc(1, sizeof *req);
+	if (!req)
+		return NULL;
+	req->conn = conn;
+	req->raw_uri = strdup(raw_uri ? raw_uri : "/");
+	if (!req->raw_uri) {
+		free(req);
+		return NULL;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &req->t0);
+	return req;
+}
+
+int request_begin(struct request *req, const char *method)
+{
+	req->started = true;
+	req->ri_ok = request_info_parse(method, req->raw_uri, &req->ri, &req->ri_err) == 0;
+	req->is_watch = req->ri_ok && req->ri.verb == VERB_WATCH;
+	req->component = cache_component(request_header(req, MHD_HTTP_HEADER_USER_AGENT));
+	return req->component ? 0 : -1;
+}
+
+void request_free(struct request *req)
+{
+	if (!req)
+		return;
+	reply_upgrade_drop(req);
+	request_info_free(&req->ri);
+	free(req->ri_err);
+	free(req->raw_uri);
+	free(req->component);
+	buf_free(&req->body);
+	free(req);
+}
+
+const char *request_header(const struct request *req, const char *name)
+{
+	return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+struct each_header {
+	int (*fn)(void *ctx, const char *name, const char *value);
+	void *ctx;
+	bool stopped;
+};
+
+static enum MHD_Result each_header_cb(void *cls, enum MHD_ValueKind kind, const char *key,
+				      const char *value)
+{
+	(void)kind;
+	struct each_header *e = cls;
+	if (e->fn(e->ctx, key, value ? value : "") == 0)
+		return MHD_YES;
+	e->stopped = true;
+	return MHD_NO;
+}
+
+int request_each_header(const struct request *req,
+			int (*fn)(void *ctx, const char *name, const char *value), void *ctx)
+{
+	struct each_header e = {fn, ctx, false};
+	MHD_get_connection_values(req->conn, MHD_HEADER_KIND, each_header_cb, &e);
+	return e.stopped ? -1 : 0;
+}
+
+int request_client_fd(const struct request *req)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	return ci ? ci->connect_fd : -1;
+}
+
+double request_seconds(const struct request *req)
+{
+	struct timespec t1;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	return (double)(t1.tv_sec - req->t0.tv_sec) + (double)(t1.tv_nsec - req->t0.tv_nsec) / 1e9;
+}

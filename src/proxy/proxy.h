@@ -1,0 +1,44 @@
+/*
+ * proxy.h - the proxy ports' handler: each request goes to the cloud when a
+ * backend is healthy (remote.c, streamed back), and is answered from the
+ * store otherwise (local.c, local_list.c).
+ *
+ * struct proxy is everything the proxy uses, given to it by the hub: the
+ * cloud (cloud/), the cache (cache/) and store, the offline-Event outbox,
+ * the metrics.  Nothing here reaches for the hub as a whole.
+ */
+#ifndef YURTHUB_PROXY_PROXY_H
+#define YURTHUB_PROXY_PROXY_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "cache/cacheable.h"
+#include "cache/manager.h"
+#include "cloud/health.h"
+#include "cloud/upstream.h"
+#include "http/request.h"
+#include "metrics/metrics.h"
+#include "storage/store.h"
+
+struct outbox;
+
+struct proxy {
+	struct upstream *up;
+	struct health *health;
+	struct cache_manager *cache;
+	struct store *store;
+	const struct cache_agents *agents;
+	struct outbox *outbox; /* offline Events, sent when the cloud is back */
+	struct metrics *metrics;
+	int min_request_timeout; /* seconds: --min-request-timeout */
+	atomic_bool stopping;	 /* shutting down: long requests end */
+};
+
+/* The handler of the proxy ports (a server_handler; ctx is the proxy). */
+int proxy_handle(void *ctx, struct request *req);
+
+/* The hub is stopping: watches and other long requests end. */
+void proxy_stop(struct proxy *p);
+
+#endif
