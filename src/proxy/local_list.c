@@ -17,6 +17,7 @@
 
 #include "cache/manager.h"
 #include "http/response.h"
+#include "kube/fieldlabels.h"
 #include "kube/meta.h"
 #include "kube/selector.h"
 #include "proxy/local.h"
@@ -333,14 +334,31 @@ static int never_listed(struct request *req)
 	return r;
 }
 
-/* Canonical selectors of the request; 0 or -1 with *why. */
+/* The fields of the request's field selector are ones the API server lets
+ * clients select on for this resource (online it refuses the others). */
+static int check_field_labels(const struct request_info *ri, char **why)
+{
+	struct selector *fields;
+	if (selector_parse(SELECTOR_FIELD, ri->field_selector, &fields, why) < 0)
+		return -1;
+	int rc = field_labels_check(ri->api_group, ri->resource, fields, why);
+	selector_free(fields);
+	return rc;
+}
+
+/* Canonical selectors of the request; 0 or -1 with *why: the API server's
+ * answer to a selector that does not parse, or to a field it does not
+ * select on (label selector first, then the field selector, then its
+ * fields, in the API server's order). */
 static int canonical_selectors(const struct request_info *ri, char **ls, char **fs, char **why)
 {
 	*ls = *fs = NULL;
 	if (selector_canonicalize(SELECTOR_LABEL, ri->label_selector, ls, why) < 0 ||
-	    selector_canonicalize(SELECTOR_FIELD, ri->field_selector, fs, why) < 0) {
+	    selector_canonicalize(SELECTOR_FIELD, ri->field_selector, fs, why) < 0 ||
+	    check_field_labels(ri, why) < 0) {
 		free(*ls);
-		*ls = NULL;
+		free(*fs);
+		*ls = *fs = NULL;
 		return -1;
 	}
 	return 0;
@@ -551,6 +569,57 @@ static long watch_seconds(const struct request_info *ri, int min_timeout)
 	return min_timeout + (long)(rand_r(&seed) % span);
 }
 
+/* A stream of what g->out holds, then its end. */
+static ssize_t one_read(void *cls, char *out, size_t max)
+{
+	ssize_t n = gen_take(cls, out, max);
+	return n > 0 ? n : REPLY_END;
+}
+
+static void one_free(void *cls)
+{
+	gen_free(cls);
+	free(cls);
+}
+
+/* A watch from a resourceVersion older than the view's asks for changes the
+ * hub never kept: as kube-apiserver when its history does not reach that
+ * far, one ERROR event with a 410 Expired Status, and the watch ends; the
+ * client lists again (from the cache) and watches from there. */
+static int too_old(struct request *req, uint64_t from, uint64_t view_rv)
+{
+	struct buf msg = BUF_INIT, ev = BUF_INIT;
+	int rc = buf_printf(&msg, "too old resource version: %llu (%llu)", (unsigned long long)from,
+			    (unsigned long long)view_rv);
+	rc = rc ? rc
+		: buf_append_str(&ev, "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+				      "\"apiVersion\":\"v1\",\"metadata\":{},\"status\":"
+				      "\"Failure\",\"message\":");
+	rc = rc ? rc : buf_append_json_str(&ev, msg.data, msg.len);
+	rc = rc ? rc : buf_append_str(&ev, ",\"reason\":\"Expired\",\"code\":410}}\n");
+	buf_free(&msg);
+	struct gen *g = rc < 0 ? NULL : calloc(1, sizeof *g);
+	if (!g) {
+		buf_free(&ev);
+		return -1;
+	}
+	g->out = ev; /* chunked, as the API server streams a watch */
+	struct reply *r = reply_stream(REPLY_SIZE_UNKNOWN, CHUNK, one_read, g, one_free);
+	if (r)
+		reply_header(r, "Content-Type", "application/json");
+	return reply_send(req, 200, r);
+}
+
+/* The watch's resourceVersion when it is older than the view's, or 0. */
+static uint64_t older_than_view(const struct request_info *ri, uint64_t view_rv)
+{
+	uint64_t from = 0;
+	const char *rv = ri->resource_version;
+	if (!view_rv || !rv || !*rv || kube_rv_parse(rv, strlen(rv), &from) < 0)
+		return 0;
+	return from < view_rv ? from : 0;
+}
+
 int local_watch(struct proxy *p, struct request *req)
 {
 	const struct request_info *ri = &req->ri;
@@ -566,6 +635,11 @@ int local_watch(struct proxy *p, struct request *req)
 	 * refuse instead.  A watch from a known rv needs no cached view. */
 	if (initial && !component)
 		return never_listed(req);
+	uint64_t from = initial || !component ? 0 : older_than_view(ri, view_rv);
+	if (from) {
+		free(component);
+		return too_old(req, from, view_rv);
+	}
 	struct watch_gen *w = calloc(1, sizeof *w);
 	if (!w) {
 		free(component);

@@ -297,6 +297,38 @@ def fields_match(reqs, obj):
     return True
 
 
+# The fields kube-apiserver lets clients select on (its core/v1 field label
+# conversions); other core resources get the default, metadata.name and
+# metadata.namespace.  Other groups are not checked here.
+_CORE_FIELD_LABELS = {
+    "pods": {"metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy",
+             "spec.schedulerName", "spec.serviceAccountName", "spec.hostNetwork",
+             "status.phase", "status.podIP", "status.podIPs", "status.nominatedNodeName"},
+    "nodes": {"metadata.name", "spec.unschedulable"},
+    "replicationcontrollers": {"metadata.name", "metadata.namespace", "status.replicas"},
+    "events": {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+               "involvedObject.uid", "involvedObject.apiVersion",
+               "involvedObject.resourceVersion", "involvedObject.fieldPath", "reason",
+               "reportingComponent", "source", "type", "metadata.namespace", "metadata.name"},
+    "namespaces": {"status.phase", "metadata.name"},
+    "secrets": {"type", "metadata.namespace", "metadata.name"},
+    "services": {"metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"},
+}
+
+
+def check_field_labels(rt, reqs):
+    if rt.group:
+        return
+    known = _CORE_FIELD_LABELS.get(rt.plural)
+    for path, _, _ in sorted(reqs):
+        label = ".".join(path)
+        if known is not None and label not in known:
+            raise bad_request(f"field label not supported: {label}")
+        if known is None and label not in ("metadata.name", "metadata.namespace"):
+            raise bad_request(f'"{label}" is not a known field selector: only '
+                              '"metadata.name", "metadata.namespace"')
+
+
 class Matcher:
     """Which objects a list or watch request covers."""
 
@@ -304,6 +336,7 @@ class Matcher:
         self.rt, self.ns, self.name = rt, ns, name
         self.labels = parse_label_selector(label_sel)
         self.fields = parse_field_selector(field_sel)
+        check_field_labels(rt, self.fields)
 
     @property
     def filtered(self):
