@@ -36,6 +36,7 @@ py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py
 py:tests/e2e/test_deletions.py
 py:tests/e2e/test_offline_api.py
+py:tests/e2e/test_memory.py
 py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
 py:tests/e2e/test_hostile_upstream.py

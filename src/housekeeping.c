@@ -1,11 +1,13 @@
 /*
  * housekeeping.c - a thread of the hub that wakes now and then: it counts
- * the cached objects for yurthub_cached_objects and, on the etcd store,
- * removes old tombstones and stray holdings.  See housekeeping.h.
+ * the cached objects for yurthub_cached_objects, gives freed heap back to
+ * the system, and, on the etcd store, removes old tombstones and stray
+ * holdings.  See housekeeping.h.
  */
 #include "housekeeping.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -54,6 +56,31 @@ static void etcd_gc(struct housekeeping *k)
 		log_info("etcd store housekeeping: %ld stale records removed", n);
 }
 
+/* Memory the allocator keeps after a burst (a hundred watches' initial
+ * events, a big list served offline) goes back to the system once there is
+ * this much of it free: RSS falls back near idle. */
+#define TRIM_INTERVAL_S 5
+#define TRIM_FREE_BYTES (2u << 20)
+
+static void trim_memory(struct housekeeping *k)
+{
+	(void)k;
+	struct mallinfo2 mi = mallinfo2();
+	if (mi.fordblks >= TRIM_FREE_BYTES) {
+		malloc_trim(0);
+		log_v(3, "housekeeping: %zu KiB of free heap given back", mi.fordblks >> 10);
+	}
+}
+
+/* The chores, each with its own period and absolute deadline, so that a
+ * wakeup for one (or a spurious one) does not push another back. */
+struct chore {
+	void (*run)(struct housekeeping *k);
+	int first_s, every_s;
+	bool etcd_only;
+	struct timespec next;
+};
+
 static bool reached(const struct timespec *now, const struct timespec *t)
 {
 	return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
@@ -62,35 +89,41 @@ static bool reached(const struct timespec *now, const struct timespec *t)
 static void *housekeeping_main(void *arg)
 {
 	struct housekeeping *k = arg;
-	struct timespec now, next_count, next_gc;
+	struct chore chores[] = {
+	    {count_objects, COUNT_FIRST_S, COUNT_INTERVAL_S, false, {0, 0}},
+	    {etcd_gc, ETCD_GC_INTERVAL_S, ETCD_GC_INTERVAL_S, true, {0, 0}},
+	    {trim_memory, TRIM_INTERVAL_S, TRIM_INTERVAL_S, false, {0, 0}},
+	};
+	size_t n = sizeof chores / sizeof chores[0];
+	struct timespec now;
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	next_count = next_gc = now;
-	next_count.tv_sec += COUNT_FIRST_S;
-	next_gc.tv_sec += ETCD_GC_INTERVAL_S;
+	for (size_t i = 0; i < n; i++) {
+		chores[i].next = now;
+		chores[i].next.tv_sec += chores[i].first_s;
+	}
 	pthread_mutex_lock(&k->mu);
 	while (!k->stop) {
-		/* Each task has its own absolute deadline, so a wakeup for one
-		 * (or a spurious one) does not push the other back. */
-		const struct timespec *until =
-		    k->etcd_gc && !reached(&next_gc, &next_count) ? &next_gc : &next_count;
+		const struct timespec *until = NULL;
+		for (size_t i = 0; i < n; i++)
+			if ((!chores[i].etcd_only || k->etcd_gc) &&
+			    (!until || !reached(&chores[i].next, until)))
+				until = &chores[i].next;
 		int rc = pthread_cond_timedwait(&k->cv, &k->mu, until);
 		if (k->stop)
 			break;
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (rc != ETIMEDOUT && !reached(&now, until))
 			continue;
-		/* The store calls run unlocked: stop() only waits for the one in
+		/* The chores run unlocked: stop() only waits for the one in
 		 * progress (bounded by the store's own timeouts). */
 		pthread_mutex_unlock(&k->mu);
-		if (reached(&now, &next_count)) {
-			count_objects(k);
-			next_count = now;
-			next_count.tv_sec += COUNT_INTERVAL_S;
-		}
-		if (k->etcd_gc && reached(&now, &next_gc)) {
-			etcd_gc(k);
-			next_gc = now;
-			next_gc.tv_sec += ETCD_GC_INTERVAL_S;
+		for (size_t i = 0; i < n; i++) {
+			struct chore *c = &chores[i];
+			if ((c->etcd_only && !k->etcd_gc) || !reached(&now, &c->next))
+				continue;
+			c->run(k);
+			c->next = now;
+			c->next.tv_sec += c->every_s;
 		}
 		pthread_mutex_lock(&k->mu);
 	}

@@ -1,7 +1,8 @@
 /*
  * housekeeping.h - the hub's periodic chores, in a thread of their own: the
  * object count behind yurthub_cached_objects (soon after start, then every
- * minute) and, with the etcd store, its garbage collection.
+ * minute), giving freed heap back to the system (every 5 s, when 2 MiB or
+ * more are free) and, with the etcd store, its garbage collection.
  */
 #ifndef YURTHUB_HOUSEKEEPING_H
 #define YURTHUB_HOUSEKEEPING_H

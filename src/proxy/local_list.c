@@ -26,7 +26,10 @@
 #include "util/base64.h"
 #include "util/log.h"
 
-#define CHUNK		 (64u << 10)
+#define CHUNK (64u << 10)
+/* A watch's pieces are smaller: a hundred watches that stay open for an
+ * hour should not each keep a list's buffers (see release_initial). */
+#define WATCH_CHUNK	 (16u << 10)
 #define BOOKMARK_SECONDS 30
 #define POLL_MS		 500
 
@@ -455,14 +458,24 @@ static int bookmark(struct watch_gen *w, bool initial_end)
 	return rc;
 }
 
+/* The initial events are sent: what they needed (the store's iterator, the
+ * object buffer) goes now, not when the watch ends an hour later. */
+static void release_initial(struct watch_gen *w)
+{
+	store_iter_free(w->g.it);
+	w->g.it = NULL;
+	buf_free(&w->g.data);
+}
+
 static int initial_events(struct watch_gen *w)
 {
 	const struct store_key *k;
-	while (w->g.out.len < CHUNK) {
+	while (w->g.out.len < WATCH_CHUNK) {
 		int r = gen_next(&w->g, &k);
 		if (r < 0)
 			return -1;
 		if (r == 0) {
+			release_initial(w);
 			w->state = WATCH_INITIAL_END;
 			return 0;
 		}
@@ -521,6 +534,8 @@ static int watch_produce(struct watch_gen *w)
 			return bookmark(w, w->initial_end);
 		return 0;
 	case WATCH_IDLE:
+		if (!w->g.out.len && w->g.out.cap > WATCH_CHUNK / 4)
+			buf_free(&w->g.out); /* the initial events' buffer, drained */
 		return idle(w);
 	default:
 		return 0;
@@ -667,7 +682,7 @@ int local_watch(struct proxy *p, struct request *req)
 		watch_free(w);
 		return local_status(req, 500, store_strerror(e));
 	}
-	struct reply *r = reply_stream(REPLY_SIZE_UNKNOWN, CHUNK, watch_read, w, watch_free);
+	struct reply *r = reply_stream(REPLY_SIZE_UNKNOWN, WATCH_CHUNK, watch_read, w, watch_free);
 	if (r)
 		reply_header(r, "Content-Type", "application/json");
 	return reply_send(req, 200, r);

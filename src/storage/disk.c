@@ -845,12 +845,15 @@ struct disk_iter {
 	struct disk_store *d;
 	struct store_key root;
 	/* every object under root, sorted by (namespace, name); namespaces are
-	 * interned, so each entry is one name and a pointer */
+	 * interned, and the names are one buffer of NUL-terminated strings, so
+	 * that a big collection costs a few large blocks, given back whole to
+	 * the system when the iterator goes, not thousands of small ones */
 	char **nss;
 	size_t nns;
+	struct buf names;
 	struct iter_entry {
 		const char *ns;
-		char *name;
+		size_t name_at; /* in names */
 	} * e;
 	size_t n, cap, next;
 	bool oom;
@@ -890,13 +893,12 @@ static int collect_entry(void *ctx, const char *ns, const char *name, const char
 		it->cap = cap;
 	}
 	const char *ins = intern_ns(it, ns ? ns : "");
-	char *nm = strdup(name);
-	if (!ins || !nm) {
-		free(nm);
+	size_t at = it->names.len;
+	if (!ins || buf_append(&it->names, name, strlen(name) + 1) < 0) {
 		it->oom = true;
 		return 1;
 	}
-	it->e[it->n++] = (struct iter_entry){ins, nm};
+	it->e[it->n++] = (struct iter_entry){ins, at};
 	return 0;
 }
 
@@ -905,10 +907,9 @@ static void disk_iter_free(struct store_iter *base)
 	struct disk_iter *it = (struct disk_iter *)base;
 	if (!it)
 		return;
-	for (size_t i = 0; i < it->n; i++)
-		free(it->e[i].name);
 	for (size_t i = 0; i < it->nns; i++)
 		free(it->nss[i]);
+	buf_free(&it->names);
 	free(it->e);
 	free(it->nss);
 	store_key_free(&it->root);
@@ -974,7 +975,8 @@ static enum store_err disk_iter_begin(struct store *s, const struct store_key *r
 	}
 	if (start_after && *start_after)
 		while (it->next < it->n &&
-		       !after_start(it->e[it->next].ns, it->e[it->next].name, start_after))
+		       !after_start(it->e[it->next].ns, it->names.data + it->e[it->next].name_at,
+				    start_after))
 			it->next++;
 	it->current = it->root;
 	it->current.is_root = 0;
@@ -1012,19 +1014,20 @@ static enum store_err disk_iter_next(struct store_iter *base, const struct store
 	struct disk_iter *it = (struct disk_iter *)base;
 	while (it->next < it->n) {
 		const struct iter_entry *e = &it->e[it->next++];
+		const char *name = it->names.data + e->name_at;
 		/* names this store would not have written are not objects */
-		if (!key_segment_ok(e->name, KEY_NAME_MAX) ||
+		if (!key_segment_ok(name, KEY_NAME_MAX) ||
 		    (*e->ns && !key_segment_ok(e->ns, KEY_NAME_MAX)))
 			continue;
 		int rc = iter_enter(it, e->ns);
 		if (rc == 0)
-			rc = fs_read_file_at(it->dir_fd, e->name, out, DISK_OBJECT_MAX);
+			rc = fs_read_file_at(it->dir_fd, name, out, DISK_OBJECT_MAX);
 		if (rc == -ENOENT)
 			continue; /* removed meanwhile */
 		if (rc < 0)
 			return store_fail_errno(rc);
 		it->current.namespace = (char *)(*it->root.namespace ? it->root.namespace : e->ns);
-		it->current.name = e->name;
+		it->current.name = (char *)name;
 		*key = &it->current;
 		return STORE_OK;
 	}
