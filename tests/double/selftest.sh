@@ -273,9 +273,10 @@ check "Accept: as=Table is answered with a plain JSON list" sh -c "curl -s -H 'A
 
 # --- watch ------------------------------------------------------------------------------------
 RV=$(curl -s "$API/api/v1/namespaces/default/configmaps" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["resourceVersion"])')
-curl -sN -m 10 "$API/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=$RV&labelSelector=team%20in%20(a,b)&allowWatchBookmarks=true&timeoutSeconds=3" > "$TMP/wsel" &
+# From $RV: the events are replayed from the history whenever the watch
+# connects; the timeout only has to outlast a loaded machine.
+curl -sN -m 20 "$API/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=$RV&labelSelector=team%20in%20(a,b)&allowWatchBookmarks=true&timeoutSeconds=8" > "$TMP/wsel" &
 CPID=$!
-sleep 0.5
 for labels in '{"team":"c"}' '{"team":"a"}' '{"team":"b"}' '{"team":"z"}' '{"team":"a"}'; do
     ctl POST /objects "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"sel\",\"namespace\":\"default\",\"labels\":$labels}}" > /dev/null
 done
