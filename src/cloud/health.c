@@ -4,6 +4,16 @@
  * One thread probes all backends concurrently with one curl multi handle.
  * State lives in struct backend (healthy is atomic, read by every request;
  * the counters are touched only under h->lock).
+ *
+ * A dead link is called within one probe timeout of the first sign of it,
+ * not after --heartbeat-failed-retry rounds: a probe still unanswered after
+ * a quarter of its timeout is joined at once by the remaining attempts, in
+ * parallel, and a proxied request without an answer for as long (or one
+ * that fails) starts the same attempts (health_suspect).  On a link that
+ * drops packets, they all time out together: with the defaults (2 s,
+ * three attempts) the backend is unhealthy 2.5 s after the first
+ * unanswered probe or request, and its waiting requests are answered from
+ * the cache.  A slow but live server answers one of them and stays healthy.
  */
 #include "cloud/health.h"
 
@@ -20,6 +30,7 @@ struct health {
 	struct upstream *u;
 	struct metrics *m;
 	int interval_s, timeout_s, failed_retry, healthy_threshold;
+	long suspect_ms; /* a quarter of the probe timeout, at least 100 ms */
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
@@ -46,6 +57,9 @@ struct health *health_new(struct upstream *u, const struct config *cfg, struct m
 	h->timeout_s = cfg->heartbeat_timeout_seconds;
 	h->failed_retry = cfg->heartbeat_failed_retry;
 	h->healthy_threshold = cfg->heartbeat_healthy_threshold;
+	h->suspect_ms = (long)h->timeout_s * 250L;
+	if (h->suspect_ms < 100)
+		h->suspect_ms = 100;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
@@ -59,6 +73,11 @@ struct health *health_new(struct upstream *u, const struct config *cfg, struct m
 unsigned long health_generation(struct health *h)
 {
 	return atomic_load(&h->generation);
+}
+
+long health_suspect_ms(const struct health *h)
+{
+	return h->suspect_ms;
 }
 
 static size_t discard(char *p, size_t sz, size_t n, void *ctx)
@@ -142,38 +161,39 @@ static void record(struct health *h, struct backend *b, bool ok, bool initial, l
 	}
 }
 
-/* Run `count[i]` parallel attempts against backend i; record results. */
-static void probe_round(struct health *h, const int *count, bool initial)
+/* The probes of one round: the handles in flight, per backend how many are
+ * unanswered, and whether the round has been joined by the rest of the
+ * attempts yet. */
+struct round {
+	CURLM *multi;
+	CURL **handles;
+	struct curl_slist **hdrs;
+	size_t n, cap;
+	int *unanswered;
+	bool hedged;
+};
+
+static void round_add(struct health *h, struct round *r, size_t i, int count)
 {
-	CURLM *multi = curl_multi_init();
-	if (!multi)
-		return;
-	size_t total = 0;
-	for (size_t i = 0; i < h->u->n; i++)
-		total += (size_t)count[i];
-	struct curl_slist **hdrs = calloc(total ? total : 1, sizeof *hdrs);
-	CURL **handles = calloc(total ? total : 1, sizeof *handles);
-	size_t k = 0;
-	for (size_t i = 0; hdrs && handles && i < h->u->n; i++) {
-		for (int j = 0; j < count[i]; j++) {
-			CURL *e = probe_handle(h, &h->u->backends[i], &hdrs[k]);
-			if (e && curl_multi_add_handle(multi, e) == CURLM_OK)
-				handles[k++] = e;
-			else if (e)
-				curl_easy_cleanup(e);
+	for (int j = 0; j < count && r->n < r->cap; j++) {
+		r->hdrs[r->n] = NULL;
+		CURL *e = probe_handle(h, &h->u->backends[i], &r->hdrs[r->n]);
+		if (e && curl_multi_add_handle(r->multi, e) == CURLM_OK) {
+			r->handles[r->n++] = e;
+			r->unanswered[i]++;
+		} else if (e) {
+			curl_easy_cleanup(e);
+			curl_slist_free_all(r->hdrs[r->n]);
 		}
 	}
-	int running = 1;
-	while (running) {
-		if (curl_multi_perform(multi, &running) != CURLM_OK)
-			break;
-		if (running)
-			curl_multi_poll(multi, NULL, 0, 200, NULL);
-	}
+}
+
+/* Record what finished so far; called with h->lock held. */
+static void round_collect(struct health *h, struct round *r, bool initial)
+{
 	CURLMsg *msg;
 	int left;
-	pthread_mutex_lock(&h->lock);
-	while ((msg = curl_multi_info_read(multi, &left))) {
+	while ((msg = curl_multi_info_read(r->multi, &left))) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
 		struct backend *b = NULL;
@@ -181,19 +201,80 @@ static void probe_round(struct health *h, const int *count, bool initial)
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&b);
 		curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
 		bool ok = msg->data.result == CURLE_OK && code > 0 && code < 500;
-		if (b)
+		if (b) {
+			r->unanswered[b->index]--;
 			record(h, b, ok, initial, code, msg->data.result);
+		}
 	}
-	pthread_mutex_unlock(&h->lock);
-	for (size_t i = 0; i < k; i++) {
-		curl_multi_remove_handle(multi, handles[i]);
-		curl_easy_cleanup(handles[i]);
+}
+
+/* A lone probe still unanswered after suspect_ms is joined by the other
+ * attempts a verdict needs, so that they all time out together. */
+static void round_hedge(struct health *h, struct round *r, const int *count)
+{
+	r->hedged = true;
+	for (size_t i = 0; i < h->u->n; i++) {
+		struct backend *b = &h->u->backends[i];
+		pthread_mutex_lock(&h->lock);
+		int more = h->failed_retry - b->failures - 1;
+		bool lone = count[i] == 1 && r->unanswered[i] == 1 && atomic_load(&b->healthy);
+		pthread_mutex_unlock(&h->lock);
+		if (lone && more > 0) {
+			log_v(2, "health: %s has not answered in %ld ms: %d more probes", b->url,
+			      h->suspect_ms, more);
+			round_add(h, r, i, more);
+		}
 	}
-	for (size_t i = 0; hdrs && i < total; i++)
-		curl_slist_free_all(hdrs[i]);
-	free(hdrs);
-	free(handles);
-	curl_multi_cleanup(multi);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long)(now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* Run `count[i]` parallel attempts against backend i; record results as
+ * they come. */
+static void probe_round(struct health *h, const int *count, bool initial)
+{
+	struct round r = {0};
+	for (size_t i = 0; i < h->u->n; i++)
+		r.cap += (size_t)(count[i] > h->failed_retry ? count[i] : h->failed_retry);
+	r.multi = curl_multi_init();
+	r.hdrs = calloc(r.cap ? r.cap : 1, sizeof *r.hdrs);
+	r.handles = calloc(r.cap ? r.cap : 1, sizeof *r.handles);
+	r.unanswered = calloc(h->u->n ? h->u->n : 1, sizeof *r.unanswered);
+	r.hedged = initial; /* the first verdict is one probe's */
+	for (size_t i = 0; r.multi && r.hdrs && r.handles && r.unanswered && i < h->u->n; i++)
+		round_add(h, &r, i, count[i]);
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int running = r.n > 0;
+	while (running) {
+		if (curl_multi_perform(r.multi, &running) != CURLM_OK)
+			break;
+		pthread_mutex_lock(&h->lock);
+		round_collect(h, &r, initial);
+		pthread_mutex_unlock(&h->lock);
+		if (!r.hedged && ms_since(&t0) >= h->suspect_ms) {
+			round_hedge(h, &r, count);
+			running = 1; /* the new ones too */
+			continue;
+		}
+		if (running)
+			curl_multi_poll(r.multi, NULL, 0, r.hedged ? 200 : 50, NULL);
+	}
+	for (size_t i = 0; i < r.n; i++) {
+		curl_multi_remove_handle(r.multi, r.handles[i]);
+		curl_easy_cleanup(r.handles[i]);
+		curl_slist_free_all(r.hdrs[i]);
+	}
+	free(r.hdrs);
+	free(r.handles);
+	free(r.unanswered);
+	if (r.multi)
+		curl_multi_cleanup(r.multi);
 }
 
 static void deadline_in(struct timespec *ts, int seconds)
@@ -265,6 +346,16 @@ void health_wait_first(struct health *h)
 	pthread_mutex_lock(&h->lock);
 	while (!h->first_done && h->started)
 		pthread_cond_wait(&h->first, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+void health_suspect(struct health *h, struct backend *b)
+{
+	pthread_mutex_lock(&h->lock);
+	if (atomic_load(&b->healthy) && !h->fast[b->index]) {
+		h->fast[b->index] = true;
+		pthread_cond_signal(&h->wake);
+	}
 	pthread_mutex_unlock(&h->lock);
 }
 

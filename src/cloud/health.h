@@ -13,7 +13,10 @@
  *
  * A proxied request that fails to reach a backend counts as one failure and
  * starts the remaining attempts at once, in parallel, so that a dead link is
- * noticed within one probe timeout of the first failure.
+ * noticed within one probe timeout of the first failure.  A link that only
+ * goes silent is suspected the same way: a probe, or a proxied request,
+ * without an answer after health_suspect_ms() (a quarter of the timeout)
+ * starts the other attempts, which time out together (health.c).
  */
 #ifndef YURTHUB_CLOUD_HEALTH_H
 #define YURTHUB_CLOUD_HEALTH_H
@@ -32,6 +35,12 @@ int health_start(struct health *h);
 void health_wait_first(struct health *h);
 void health_stop(struct health *h);
 void health_free(struct health *h);
+
+/* A proxied request to b has had no answer (response headers) for
+ * health_suspect_ms(): probe b now with every attempt a verdict needs, in
+ * parallel.  Calls while that round is due cost nothing. */
+void health_suspect(struct health *h, struct backend *b);
+long health_suspect_ms(const struct health *h);
 
 /* A proxied request could not reach b (connect error, timeout). */
 void health_report_failure(struct health *h, struct backend *b);

@@ -25,6 +25,7 @@
 
 #define READ_BLOCK	(64u << 10)
 #define POLL_MS		500
+#define POLL_ANSWER_MS	50
 #define REQUEST_SECONDS 75 /* non-long-running: kube-apiserver's 60 s, plus margin */
 
 struct header {
@@ -43,6 +44,9 @@ struct remote {
 
 	unsigned int status;
 	bool headers_done, done, paused, long_running, is_watch, counted_watch;
+	bool suspected;	    /* its silence was reported to the health checker */
+	bool gave_up_sick;  /* ended because its backend was called unhealthy */
+	struct timespec t0; /* when it was sent */
 	bool framing_ready;
 	struct framing framing; /* of a watch: do the bytes so far end an event? */
 	bool headers_too_large;
@@ -206,6 +210,27 @@ static bool have_data(const struct remote *r)
 	return r->pending.len > r->pending_off;
 }
 
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (long)(now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+/* A request without an answer for a while may be on a dead link: the
+ * health checker probes at once, and once it calls the backend unhealthy
+ * the request is given up - before its headers, the client is answered
+ * from the cache (remote_proxy); after, the stream ends as any stream
+ * whose backend went away. */
+static bool backend_gone(struct remote *r, bool want_headers)
+{
+	if (want_headers && !r->suspected && ms_since(&r->t0) >= health_suspect_ms(r->p->health)) {
+		r->suspected = true;
+		health_suspect(r->p->health, r->b);
+	}
+	return !atomic_load(&r->b->healthy);
+}
+
 /* Drive the transfer until headers (want_headers) or body bytes are there,
  * or it is over. */
 static void pump(struct remote *r, bool want_headers)
@@ -215,7 +240,8 @@ static void pump(struct remote *r, bool want_headers)
 			abort_with(r, "the hub is stopping");
 			break;
 		}
-		if (r->long_running && !atomic_load(&r->b->healthy)) {
+		if (backend_gone(r, want_headers)) {
+			r->gave_up_sick = true;
 			abort_with(r, "the upstream is unhealthy");
 			break;
 		}
@@ -240,8 +266,11 @@ static void pump(struct remote *r, bool want_headers)
 		if (r->done || (want_headers ? r->headers_done : have_data(r)))
 			break;
 		struct curl_waitfd extra = {r->client_fd, CURL_WAIT_POLLIN, 0};
+		/* waiting for an answer, the health checker's verdict is looked
+		 * at often: the client is answered from the cache at once */
 		curl_multi_poll(r->multi, r->client_fd >= 0 ? &extra : NULL,
-				r->client_fd >= 0 ? 1 : 0, POLL_MS, NULL);
+				r->client_fd >= 0 ? 1 : 0, want_headers ? POLL_ANSWER_MS : POLL_MS,
+				NULL);
 		if (extra.revents && client_gone(r))
 			abort_with(r, "the client went away");
 	}
@@ -505,12 +534,23 @@ static enum remote_outcome attempt(struct proxy *p, struct request *req, enum ca
 		remote_free(r);
 		return REMOTE_ERROR;
 	}
+	clock_gettime(CLOCK_MONOTONIC, &r->t0);
 	pump(r, true);
 	if (r->headers_done) {
 		*out = r;
 		return REMOTE_ANSWERED;
 	}
 	CURLcode cc = r->done ? r->result : CURLE_OPERATION_TIMEDOUT;
+	if (r->gave_up_sick) {
+		/* no answer, and the health checker calls the link dead: the
+		 * cache answers (another backend, if one is healthy, only for
+		 * what may be sent twice) */
+		log_v(1, "proxy: %s %s: no answer, and the upstream is unhealthy", b->url,
+		      req->raw_uri);
+		*may_retry = retryable(CURLE_OPERATION_TIMEDOUT, &req->ri);
+		remote_free(r);
+		return REMOTE_UNREACHABLE;
+	}
 	log_v(1, "proxy: %s %s: %s%s", b->url, req->raw_uri, curl_easy_strerror(cc),
 	      r->headers_too_large ? " (response headers over 32 KiB)" : "");
 	enum remote_outcome outcome = REMOTE_ERROR;

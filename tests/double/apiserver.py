@@ -2380,10 +2380,12 @@ class ControlHandler(BaseHTTPRequestHandler):
                         "watches_open": gate.watches, "connections_open": len(gate.conns),
                         "faults": [list(f) for f in gate.faults],
                         "objects": {rid: len(o) for rid, o in store.objects.items()}}
-        if m == "POST" and path == "/cut":
+        if m == "POST" and path in ("/cut", "/outage"):
+            # /outage?mode=hang is /cut?mode=blackhole by another name
             mode = q.get("mode", "refuse")
+            mode = "blackhole" if mode == "hang" else mode
             if mode not in ("refuse", "blackhole"):
-                raise bad_request("mode must be refuse or blackhole")
+                raise bad_request("mode must be refuse, blackhole or hang")
             with store.cond:
                 gate.mode = mode
                 store.cond.notify_all()
