@@ -10,11 +10,11 @@ test double (tests/e2e/clients.py drives them; scripts/clients.sh installs them)
   cloud changes), catches up when the link is back, and ends with exactly
   the cloud's pods at their resourceVersions.
 - python3-kubernetes: a watch from a list's resourceVersion sees a pod
-  created in the cloud.
-
-A check that fails because of a known hub bug is marked with known_bug():
-it is reported (a SKIPPED line with the reason) instead of counted as failed,
-and reported loudly once it passes.
+  created in the cloud; the watch the hub ends at a cut ends cleanly.
+- the review's lost deletion, seen by an informer: kubelet holds two views
+  of pods (all, and its node's, watched); a pod made on the node and deleted
+  in the cloud; an informer started offline does not have it, and after the
+  link returns it still does not (no DELETED would ever come for it).
 """
 
 import json
@@ -44,19 +44,6 @@ KUBECTL_GETS = [
     ("get nodes", ["get", "nodes"]),
     ("get services -A", ["get", "services", "-A"]),
 ]
-
-
-def known_bug(t, what, cond, bug):
-    """A check that a known hub bug makes fail: while it fails, a SKIPPED
-    line names the bug (run-tests.sh counts it as skipped, not passed); once
-    it passes it counts as passed, with a line saying the mark can go."""
-    if cond:
-        t.check(what, True)
-        print("XPASS %s: the known bug seems fixed (%s); drop the known_bug mark" % (what, bug),
-              flush=True)
-    else:
-        print("SKIPPED: expected failure: %s - known hub bug: %s" % (what, bug), flush=True)
-    return cond
 
 
 def agent_get(hub, ua, path):
@@ -192,10 +179,9 @@ def test_informer(t, double, hub):
         inf.wait_event(lambda e: e["event"] in ("connect", "started"), 20,
                        "a reconnect after the cut", mark)
         errs = inf.errors(mark)
-        known_bug(t, "informer: the watch the hub ends at the cut ends cleanly (no client error)",
-                  not errs, "(d) a watch ended because its server went unhealthy is aborted "
-                  "mid-chunk; client-node reports %s" % (
-                      [e.get("code") or e.get("message") for e in errs] or "nothing"))
+        t.check("informer: the watch the hub ends at the cut ends cleanly (no client error)",
+                not errs, "client-node reports %s" % (
+                    [e.get("code") or e.get("message") for e in errs]))
         # the cloud changes while the node is offline
         double.put_object(pod("rc-added-offline"))
         gone = "default/rc-added"
@@ -258,12 +244,52 @@ def test_python_watch(t, double, hub):
                             "the end of the watch", mark)
     finally:
         go_online(double, hub)
-    known_bug(t, "python3-kubernetes watch: the watch the hub ends at the cut ends cleanly",
-              last["event"] == "end",
-              "(d) a watch ended because its server went unhealthy is aborted mid-chunk; "
-              "python3-kubernetes raises %s" % (last.get("type") or last.get("reason")))
+    t.check("python3-kubernetes watch: the watch the hub ends at the cut ends cleanly",
+            last["event"] == "end",
+            "python3-kubernetes raises %s" % (last.get("type") or last.get("reason")))
     t.check("python3-kubernetes watch: the process is gone (stopped by PID if need be)",
             w.stop() is not None)
+
+
+def test_informer_started_offline(t, double, hub):
+    mine = "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1"
+    s, _, body = agent_get(hub, KUBELET, "/api/v1/pods")
+    t.check("kubelet lists all pods", s == 200)
+    s, _, body = agent_get(hub, KUBELET, mine)
+    rv = json.loads(body)["metadata"]["resourceVersion"]
+    w = PyWatch(t.workdir, hub.url, "list_pod_for_all_namespaces", resource_version=rv,
+                field_selector="spec.nodeName=node1", timeout_seconds=60, user_agent=KUBELET,
+                name="kubelet-watch")
+    try:
+        double.put_object(pod("ghost", node="node1"))
+        w.wait_event(lambda e: e["event"] == "ADDED" and e.get("name") == "ghost", 15,
+                     "ADDED ghost through kubelet's watch")
+        double.delete_object("v1", "Pod", "default", "ghost")
+        w.wait_event(lambda e: e["event"] == "DELETED" and e.get("name") == "ghost", 15,
+                     "DELETED ghost through kubelet's watch")
+    finally:
+        w.stop()
+    # both views relisted after the deletion, as kubelet does after a restart
+    agent_get(hub, KUBELET, "/api/v1/pods")
+    agent_get(hub, KUBELET, mine)
+    wait_for(lambda: (hub.metric("yurthub_cache_queue_bytes") or 0) == 0, 10, what="cached")
+    go_offline(double, hub)
+    inf = Informer(t.workdir, hub.url, "/api/v1/pods", name="informer-offline")
+    try:
+        inf.wait_started(30)
+        keys = inf.dump()["keys"]
+        t.check("an informer started offline does not have the deleted pod",
+                "default/ghost" not in keys and keys, str(keys))
+        mark = inf.mark()
+        go_online(double, hub)
+        inf.wait_event(lambda e: e["event"] in ("connect", "started"), 30,
+                       "the informer back on the cloud", mark)
+        want = sorted(cloud_pods(double))
+        wait_for(lambda: inf.dump()["keys"] == want, 20, what="the informer equal to the cloud")
+        t.check("after the link returns, it still has exactly the cloud's pods",
+                "default/ghost" not in inf.dump()["keys"])
+    finally:
+        inf.stop()
 
 
 def main():
@@ -282,6 +308,7 @@ def main():
     t.run(test_kubectl120, double, hub)
     t.run(test_informer, double, hub)
     t.run(test_python_watch, double, hub)
+    t.run(test_informer_started_offline, double, hub)
     print("time: %.1f s" % (time.time() - t0))
     t.finish()
 
