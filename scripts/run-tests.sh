@@ -48,6 +48,7 @@ py:tests/e2e/test_metrics.py
 py:tests/e2e/test_logs.py
 py:tests/e2e/test_flapping.py
 py:tests/e2e/test_request_path.py
+py:tests/e2e/test_upgrade.py
 "
 
 total_pass=0

@@ -188,6 +188,8 @@ static int start(struct hub *h)
 	p->outbox = h->outbox;
 	p->metrics = &h->metrics;
 	p->min_request_timeout = h->cfg->min_request_timeout;
+	if (proxy_init(p) < 0)
+		return -1;
 	h->metrics.max_in_flight = h->cfg->max_requests_in_flight;
 	h->gate.m = &h->metrics;
 	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h,
@@ -198,7 +200,10 @@ static int start(struct hub *h)
 static void stop(struct hub *h)
 {
 	proxy_stop(&h->proxy);
-	server_stop(h->server); /* joins every connection thread */
+	server_quiesce(h->server);
+	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
+	server_stop(h->server);	       /* joins every connection thread */
+	proxy_free(&h->proxy);
 	outbox_close(h->outbox);
 	health_free(h->health);
 	cache_manager_free(h->cache); /* finishes what was queued */

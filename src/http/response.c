@@ -46,7 +46,7 @@ int reply_send(struct request *req, unsigned int code, struct reply *r)
 	return ok == MHD_YES ? 0 : -1;
 }
 
-static struct reply *bytes_reply(char *data, size_t len, const char *content_type)
+struct reply *reply_buffer(char *data, size_t len, const char *content_type)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
@@ -66,7 +66,7 @@ int reply_bytes(struct request *req, unsigned int code, char *data, size_t len,
 		req->status = code;
 		return -1;
 	}
-	return reply_send(req, code, bytes_reply(data, len, content_type));
+	return reply_send(req, code, reply_buffer(data, len, content_type));
 }
 
 int reply_json(struct request *req, unsigned int code, struct buf *body)
@@ -152,7 +152,7 @@ struct reply *reply_status_new(int code, const char *reason, const char *message
 		return NULL;
 	}
 	size_t len = b.len;
-	return bytes_reply(buf_steal(&b), len, "application/json");
+	return reply_buffer(buf_steal(&b), len, "application/json");
 }
 
 int reply_status(struct request *req, int code, const char *reason, const char *message,

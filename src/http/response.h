@@ -55,6 +55,8 @@ typedef ssize_t (*reply_reader)(void *cls, char *out, size_t max);
  * whatever happened - also right here when NULL (ENOMEM) is returned. */
 struct reply *reply_stream(uint64_t size, size_t block, reply_reader rd, void *cls,
 			   void (*free_cls)(void *));
+/* A whole body (data is taken, also on failure); content_type may be NULL. */
+struct reply *reply_buffer(char *data, size_t len, const char *content_type);
 /* A Status object as reply_status() sends it, to add headers to. */
 struct reply *reply_status_new(int code, const char *reason, const char *message,
 			       const char *details_json);

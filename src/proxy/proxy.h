@@ -10,6 +10,7 @@
 #ifndef YURTHUB_PROXY_PROXY_H
 #define YURTHUB_PROXY_PROXY_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -33,12 +34,26 @@ struct proxy {
 	struct metrics *metrics;
 	int min_request_timeout; /* seconds: --min-request-timeout */
 	atomic_bool stopping;	 /* shutting down: long requests end */
+
+	/* the relays of upgraded connections (upgrade.c), each a thread */
+	pthread_mutex_t relay_lock;
+	pthread_cond_t relay_cv;
+	int relays;
+	bool relays_closed; /* no new relay starts */
+	bool relay_sync_ready;
 };
 
+/* After the fields above are set: 0, or -1. */
+int proxy_init(struct proxy *p);
 /* The handler of the proxy ports (a server_handler; ctx is the proxy). */
 int proxy_handle(void *ctx, struct request *req);
 
 /* The hub is stopping: watches and other long requests end. */
 void proxy_stop(struct proxy *p);
+/* Wait until every upgraded connection is closed; none starts after.
+ * libmicrohttpd must not stop while one is open. */
+void proxy_end_upgrades(struct proxy *p);
+/* Release what proxy_init() made. */
+void proxy_free(struct proxy *p);
 
 #endif

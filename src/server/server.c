@@ -216,6 +216,8 @@ static int start_daemon(struct server *s, struct daemon_ctx *dc, enum port_kind 
 			     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_SUPPRESS_DATE_NO_CLOCK;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	if (kind != PORT_HUB)
+		flags |= MHD_ALLOW_UPGRADE; /* exec, attach, port-forward */
 	struct MHD_OptionItem opts[16];
 	int n = 0;
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL};

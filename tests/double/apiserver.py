@@ -28,6 +28,7 @@ import signal
 import socket
 import socketserver
 import ssl
+import struct
 import sys
 import threading
 import time
@@ -1761,6 +1762,61 @@ def _truthy(v):
     return v in ("true", "1", "True")
 
 
+# --------------------------------------------------------------------------------------------
+# Protocol upgrades: exec, attach and port-forward, answered by an echo
+# --------------------------------------------------------------------------------------------
+
+UPGRADE_PATH = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/(exec|attach|portforward)$")
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+# RemoteCommand over WebSocket: each binary message starts with its stream
+# (0 stdin, 1 stdout, 2 stderr, 3 error/status, 4 resize; v5 adds 255 "close
+# stream N").  Newest first: the server picks the first the client offers.
+WS_CHANNEL_PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io",
+                        "v2.channel.k8s.io", "channel.k8s.io")
+WS_PORTFORWARD_PROTOCOLS = ("v4.portforward.k8s.io", "portforward.k8s.io")
+WS_CONT, WS_TEXT, WS_BINARY, WS_CLOSE, WS_PING, WS_PONG = 0, 1, 2, 8, 9, 10
+EXEC_SUCCESS = b'{"metadata":{},"status":"Success"}'
+
+
+def ws_frame(op, data=b""):
+    """One unmasked (server to client) frame."""
+    n = len(data)
+    if n < 126:
+        head = bytes([0x80 | op, n])
+    elif n < 65536:
+        head = bytes([0x80 | op, 126]) + struct.pack(">H", n)
+    else:
+        head = bytes([0x80 | op, 127]) + struct.pack(">Q", n)
+    return head + data
+
+
+def ws_read_message(rfile):
+    """(opcode, payload) of the next message, continuation frames joined;
+    None at EOF.  Control frames come as they are."""
+    op, data = None, b""
+    while True:
+        head = rfile.read(2)
+        if len(head) < 2:
+            return None
+        fin, fop, n = head[0] & 0x80, head[0] & 0x0F, head[1] & 0x7F
+        if n == 126:
+            n = struct.unpack(">H", rfile.read(2))[0]
+        elif n == 127:
+            n = struct.unpack(">Q", rfile.read(8))[0]
+        mask = rfile.read(4) if head[1] & 0x80 else b""
+        payload = rfile.read(n)
+        if len(payload) < n:
+            return None
+        if mask:
+            payload = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        if fop >= WS_CLOSE:
+            return fop, payload
+        op = fop if fop != WS_CONT else op
+        data += payload
+        if fin:
+            return op, data
+
+
 class ApiHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: without TCP_NODELAY every
@@ -1859,6 +1915,8 @@ class ApiHandler(BaseHTTPRequestHandler):
                                       504: "Timeout"}.get(code, "InternalError"),
                                "injected failure (test double control port)",
                                headers={"Retry-After": "1"} if code in (429, 503) else None)
+            if self.headers.get("Upgrade"):
+                return self.upgrade(u.path)
             accept = self.headers.get("Accept", "")
             types = [t.split(";")[0].strip() for t in accept.split(",") if t.strip()]
             if types and all(t == PROTOBUF for t in types):
@@ -1974,6 +2032,111 @@ class ApiHandler(BaseHTTPRequestHandler):
                 raise METHOD_NOT_ALLOWED
             return self.delete_collection(rt, ns, q, dry)
         raise METHOD_NOT_ALLOWED
+
+    # -- protocol upgrades --
+
+    def upgrade(self, path):
+        """exec, attach and port-forward: 101, then an echo.  WebSocket
+        (RemoteCommand v1-v5, what kubectl 1.30+ speaks) gets real framing:
+        stdin comes back on stdout, `echo ARGS` prints ARGS; SPDY/3.1 gets
+        the 101 and a raw echo of every byte (enough for a raw client)."""
+        m = UPGRADE_PATH.match(path)
+        if not m:
+            raise bad_request("protocol upgrades are served for pods/NAME/exec, attach and "
+                              "portforward only")
+        ns, name, sub = m.groups()
+        pods = BY_GV["v1"]["pods"]
+        if self.server.store.get(pods, ns, name) is None:
+            raise not_found(pods, name)
+        if "upgrade" not in self.headers.get("Connection", "").lower():
+            raise bad_request("Upgrade without Connection: Upgrade")
+        self.server.gate.count_verb("create" if self.command == "POST" else "get", path)
+        proto = self.headers.get("Upgrade", "").strip().lower()
+        self.close_connection = True
+        if proto == "websocket":
+            return self._websocket(sub)
+        if proto.startswith("spdy/"):
+            return self._spdy_echo()
+        raise bad_request("unsupported upgrade protocol " + proto)
+
+    def _switch(self, upgrade, extra):
+        self.send_response(101)
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Upgrade", upgrade)
+        for k, v in extra:
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.flush()
+
+    def _spdy_echo(self):
+        offered = [p.strip() for p in self.headers.get("X-Stream-Protocol-Version", "").split(",")
+                   if p.strip()]
+        self._switch("SPDY/3.1", [("X-Stream-Protocol-Version", offered[0])] if offered else [])
+        while True:
+            data = self.rfile.read1(65536)
+            if not data:
+                return
+            self.wfile.write(data)
+
+    def _websocket(self, sub):
+        key = self.headers.get("Sec-WebSocket-Key", "")
+        offered = [p.strip() for p in self.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        known = WS_PORTFORWARD_PROTOCOLS if sub == "portforward" else WS_CHANNEL_PROTOCOLS
+        proto = next((p for p in known if p in offered), None)
+        if not key or not proto:
+            raise bad_request("a WebSocket upgrade needs Sec-WebSocket-Key and one of the "
+                              "protocols " + ", ".join(known))
+        accept = base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+        self._switch("websocket", [("Sec-WebSocket-Accept", accept),
+                                   ("Sec-WebSocket-Protocol", proto)])
+        if sub == "portforward":
+            return self._ws_loop(lambda op, data: [(op, data)])
+        cmd = parse_qs(urlsplit(self.path).query).get("command", [])
+        if cmd[:1] == ["echo"]:
+            self.wfile.write(ws_frame(WS_BINARY, b"\x01" + " ".join(cmd[1:]).encode() + b"\n"))
+            return self._ws_finish()
+        return self._ws_loop(lambda op, data: self._exec_cat(proto, data))
+
+    def _exec_cat(self, proto, data):
+        """What `cat` answers a message: stdin back on stdout; when stdin
+        closes (v5), the exit status and the end."""
+        if data[:1] == b"\x00" and len(data) > 1:
+            return [(WS_BINARY, b"\x01" + data[1:])]
+        if proto == "v5.channel.k8s.io" and data == b"\xff\x00":
+            return None
+        return []
+
+    def _ws_loop(self, answer):
+        """Read messages; answer(op, data) gives the messages to send, or
+        None to end the session as a finished command does."""
+        while True:
+            msg = ws_read_message(self.rfile)
+            if msg is None:
+                return
+            op, data = msg
+            if op == WS_PING:
+                self.wfile.write(ws_frame(WS_PONG, data))
+                continue
+            if op == WS_CLOSE:
+                self.wfile.write(ws_frame(WS_CLOSE, data[:2]))
+                return
+            if op not in (WS_TEXT, WS_BINARY):
+                continue
+            out = answer(op, data)
+            if out is None:
+                return self._ws_finish()
+            for o, d in out:
+                self.wfile.write(ws_frame(o, d))
+
+    def _ws_finish(self):
+        """The command exited 0: its status on stream 3, then a close."""
+        self.wfile.write(ws_frame(WS_BINARY, b"\x03" + EXEC_SUCCESS))
+        self.wfile.write(ws_frame(WS_CLOSE, struct.pack(">H", 1000)))
+        self.connection.settimeout(5)  # wait for the client's close, not forever
+        while True:
+            msg = ws_read_message(self.rfile)
+            if msg is None or msg[0] == WS_CLOSE:
+                return
 
     # -- reads --
 

@@ -363,6 +363,29 @@ ctl POST "/fail?code=503&count=1&path=/api/v1/nodes" > /dev/null
 check "/fail injects one error Status" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' $API/api/v1/nodes) = 503 ] && [ \$(curl -s -o /dev/null -w '%{http_code}' $API/api/v1/nodes) = 200 ]"
 
 # ---------------------------------------------------------------------------------------------
+echo "# protocol upgrades: exec, attach, port-forward"
+POD=$(kc get pods -n default -o name | head -1 | cut -d/ -f2)
+OUT=$(printf 'through the double\n' | timeout 30 kubectl --server "$API" --cache-dir "$TMP/kcache" exec -i "$POD" -- cat 2>/dev/null)
+check "kubectl exec -i POD -- cat: stdin back on stdout, over WebSocket (got '$OUT')" [ "$OUT" = "through the double" ]
+OUT=$(timeout 30 kubectl --server "$API" --cache-dir "$TMP/kcache" exec "$POD" -- echo a b 2>/dev/null)
+check "kubectl exec POD -- echo a b (got '$OUT')" [ "$OUT" = "a b" ]
+check "SPDY/3.1: 101 with the stream protocol, then a raw echo" "$PY" -c '
+import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+s.sendall(b"POST /api/v1/namespaces/default/pods/%s/exec?command=cat HTTP/1.1\r\nHost: x\r\n"
+          b"Connection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: "
+          b"v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\nhello" % sys.argv[2].encode())
+data = b""
+while b"hello" not in data.partition(b"\r\n\r\n")[2]:
+    more = s.recv(4096)
+    assert more, data
+    data += more
+head = data.partition(b"\r\n\r\n")[0].decode()
+assert head.startswith("HTTP/1.1 101") and "X-Stream-Protocol-Version: v4.channel.k8s.io" in head, head
+' "$PORT" "$POD"
+check "an exec of a pod that does not exist is 404 NotFound" sh -c "curl -s -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' -X POST '$API/api/v1/namespaces/default/pods/nope/exec?command=cat' | grep -q '\"reason\":\"NotFound\"'"
+
+# ---------------------------------------------------------------------------------------------
 echo "# 10000 bulk pods"
 if start_double bulk --seed none --pods 10000 --node node-a; then
     API="http://127.0.0.1:$PORT"

@@ -92,6 +92,40 @@ def refused_before_body(t, port, cafile):
     sock.close()
 
 
+def upgrade_over_tls(t, double, port, p):
+    """An exec upgrade on the secure port, to a cloud that wants the node's
+    client certificate: both sides of the relay are TLS (libmicrohttpd's on
+    the client's side, libcurl's towards the cloud)."""
+    double.put_object({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "tls-exec", "namespace": "default"},
+                       "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    ctx = ssl.create_default_context(cafile=p("hub-ca.crt"))
+    ctx.load_cert_chain(p("local-client.crt"), p("local-client.key"))
+    sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=20),
+                           server_hostname="127.0.0.1")
+    sock.sendall(b"POST /api/v1/namespaces/default/pods/tls-exec/exec?command=cat HTTP/1.1\r\n"
+                 b"Host: x\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
+                 b"Content-Length: 0\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        more = sock.recv(65536)
+        if not more:
+            break
+        data += more
+    head, _, rest = data.partition(b"\r\n\r\n")
+    t.check("an exec upgrade on the secure port to a TLS cloud: 101",
+            head.startswith(b"HTTP/1.1 101"), head[:200])
+    payload = b"over TLS, both ways\n" * 1000
+    sock.sendall(payload)
+    while len(rest) < len(payload):
+        more = sock.recv(65536)
+        if not more:
+            break
+        rest += more
+    t.check("bytes round-trip through both TLS connections", rest == payload, len(rest))
+    sock.close()
+
+
 def main():
     t = Suite("tls")
     d = os.path.join(t.workdir, "pki")
@@ -160,6 +194,7 @@ users:
         refused = True
     t.check("the secure port refuses a certificate from another CA", refused)
     t.run(refused_before_body, secure_port, p("hub-ca.crt"))
+    t.run(upgrade_over_tls, double, secure_port, p)
     hub.stop()
 
     # 3. identity from the explicit flags
