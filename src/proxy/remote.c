@@ -219,16 +219,17 @@ static long ms_since(const struct timespec *t0)
 
 /* A request without an answer for a while may be on a dead link: the
  * health checker probes at once, and once it calls the backend unhealthy
- * the request is given up - before its headers, the client is answered
- * from the cache (remote_proxy); after, the stream ends as any stream
- * whose backend went away. */
+ * the request is given up, and its client is answered from the cache
+ * (remote_proxy).  Once the answer streams, only a long-running one (a
+ * watch) ends when its backend is called unhealthy: the bytes of a list
+ * still coming say the link works, whatever a probe found. */
 static bool backend_gone(struct remote *r, bool want_headers)
 {
 	if (want_headers && !r->suspected && ms_since(&r->t0) >= health_suspect_ms(r->p->health)) {
 		r->suspected = true;
 		health_suspect(r->p->health, r->b);
 	}
-	return !atomic_load(&r->b->healthy);
+	return (want_headers || r->long_running) && !atomic_load(&r->b->healthy);
 }
 
 /* Drive the transfer until headers (want_headers) or body bytes are there,
