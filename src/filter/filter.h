@@ -69,7 +69,8 @@ filter_mask filter_select(const struct filter_config *cfg, const char *node_name
 			  const char *component, const char *verb, const char *resource);
 
 /* For the flag parser: 0 when every name of --disabled-resource-filters is a
- * filter's name or "*" (names trimmed, empty ones skipped), else -1 and
+ * filter's name or "*" (names trimmed, empty ones skipped; the retired
+ * hostnetworkpropagation is accepted and disables nothing), else -1 and
  * *err = a malloc'ed message naming the first unknown one and listing the
  * valid names. */
 int filter_config_check_names(const char *const *names, size_t n, char **err);

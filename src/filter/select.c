@@ -182,11 +182,13 @@ filter_mask filter_select(const struct filter_config *cfg, const char *node_name
 /* ---- the flags ---- */
 
 /* The filter a --disabled-resource-filters entry names: an id, FILTER_COUNT
- * for "*" (all), -1 for an empty entry, -2 for an unknown name. */
+ * for "*" (all), -1 for nothing to disable, -2 for an unknown name.
+ * hostnetworkpropagation was a YurtHub filter until 2024: a node's flags
+ * that still disable it keep working, with nothing to disable. */
 static int disabled_entry(const char *name, struct span *sp)
 {
 	*sp = trimmed(name ? name : "", name ? strlen(name) : 0);
-	if (!sp->n)
+	if (!sp->n || span_is(*sp, "hostnetworkpropagation"))
 		return -1;
 	if (span_is(*sp, "*"))
 		return FILTER_COUNT;

@@ -493,7 +493,9 @@ static void test_disabled_filters(void **state)
 
 static void test_unknown_filter_names(void **state)
 {
-	static const char *const good[] = {"*", " masterservice", "", "serviceenvupdater"};
+	static const char *const good[] = {"*", " masterservice", "", "serviceenvupdater",
+					   "hostnetworkpropagation"};
+	static const char *const retired[] = {"hostnetworkpropagation"};
 	static const char *const bad[] = {"masterservice", " filter_masterservice ", "nope"};
 	char *err = NULL;
 	struct filter_config cfg;
@@ -501,6 +503,8 @@ static void test_unknown_filter_names(void **state)
 	(void)state;
 	assert_int_equal(filter_config_check_names(good, N_ELEMS(good), &err), 0);
 	assert_null(err);
+	/* a filter YurtHub had until 2024: accepted, nothing to disable */
+	assert_int_equal(enabled_with(true, retired, 1, false), FILTER_ALL);
 	assert_int_equal(filter_config_check_names(bad, N_ELEMS(bad), &err), -1);
 	assert_non_null(err);
 	print_message("%s\n", err);
