@@ -136,7 +136,8 @@ struct filter_target {
 
 enum filter_result {
 	FILTER_UNCHANGED,
-	FILTER_CHANGED, /* obj was changed: encode it again */
+	FILTER_CHANGED, /* obj was changed: encode it again (not said when a
+			 * filter found its values there already) */
 	FILTER_DROP,	/* the object is not for this node */
 };
 
@@ -155,9 +156,10 @@ bool filter_wants(filter_mask mask, const struct filter_env *env, const struct f
  * cache or another client (the proxy parses each object it filters into one
  * of its own, so this holds by construction).  Each filter acts only on the
  * resource it is for (t: core services, endpoints, configmaps, pods;
- * discovery.k8s.io endpointslices) and, when obj names its kind, only on
- * that kind (a Table or PartialObjectMetadata passes unchanged).  Out of
- * memory half-way through a change leaves obj valid JSON, partly changed. */
+ * discovery.k8s.io endpointslices, v1, and v1beta1 for servicetopology)
+ * and, when obj names its kind, only on that kind (a Table or
+ * PartialObjectMetadata passes unchanged).  Out of memory half-way through
+ * a change leaves obj valid JSON, partly changed. */
 enum filter_result filter_apply(filter_mask mask, const struct filter_env *env,
 				const struct filter_target *t, json_t *obj);
 
