@@ -62,7 +62,8 @@ class Resource:
     """One served resource type (group/version/plural)."""
 
     def __init__(self, group, version, plural, kind, namespaced, short=(), status=False,
-                 create_on_update=False, generation=False, categories=(), verbs=ALL_VERBS):
+                 create_on_update=False, generation=False, categories=(), verbs=ALL_VERBS,
+                 crd=False):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.namespaced = namespaced
         self.short = list(short)
@@ -71,6 +72,7 @@ class Resource:
         self.generation = generation              # metadata.generation bumps on spec change
         self.categories = list(categories)
         self.verbs = list(verbs)
+        self.crd = crd                            # a custom resource: no strategic merge patch
         self.singular = kind.lower()
         self.gv = f"{group}/{version}" if group else version
         self.id = f"{self.gv}/{plural}"
@@ -101,7 +103,13 @@ RESOURCES = [
     Resource("apps", "v1", "deployments", "Deployment", True, ["deploy"], status=True,
              generation=True, categories=["all"]),
     Resource("example.com", "v1", "widgets", "Widget", True, ["wd"], status=True,
-             generation=True, categories=["all"]),
+             generation=True, categories=["all"], crd=True),
+    # OpenYurt's CRDs that the hub's filters read (cluster-scoped, as in openyurt's
+    # kubebuilder markers); one group, two versions: discovery prefers v1beta2
+    Resource("apps.openyurt.io", "v1beta2", "nodepools", "NodePool", False, ["np"], status=True,
+             generation=True, categories=["yurt"], crd=True),
+    Resource("apps.openyurt.io", "v1alpha1", "nodebuckets", "NodeBucket", False, ["nb"],
+             status=True, generation=True, categories=["yurt"], crd=True),
 ]
 BY_GV = {}                                     # gv -> {plural: Resource}
 BY_KIND = {}                                   # (apiVersion, kind) -> Resource
@@ -1038,20 +1046,20 @@ def make_pod(ns, name, node, app, owner, ip, host_ip, phase="Running", image=Non
     }
 
 
-def seed(store, mode, nodes, bulk_pods, api_port):
+def seed(store, mode, nodes, bulk_pods, api_port, pool=None):
     put = store.put_raw
     for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
         put({"apiVersion": "v1", "kind": "Namespace",
              "metadata": _meta(ns, labels={"kubernetes.io/metadata.name": ns}),
              "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}})
     if mode == "sample":
-        seed_sample(store, nodes, api_port)
+        seed_sample(store, nodes, api_port, pool)
     if bulk_pods:
         seed_bulk(store, bulk_pods, nodes)
     store.compact()            # like a fresh apiserver: nothing older than now can be replayed
 
 
-def seed_sample(store, nodes, api_port):
+def seed_sample(store, nodes, api_port, pool=None):
     put = store.put_raw
     for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
         put({"apiVersion": "v1", "kind": "ConfigMap",
@@ -1076,7 +1084,10 @@ def seed_sample(store, nodes, api_port):
                                     "password": base64.b64encode(b"s3cr3t").decode()}})
     dns_ips = []
     for i, node in enumerate(nodes):
-        put(make_node(node, i))
+        n = make_node(node, i)
+        if pool:
+            n["metadata"]["labels"]["apps.openyurt.io/nodepool"] = pool
+        put(n)
         host_ip = f"127.0.1.{i % 250 + 1}"
         put({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": dict(_meta(node, "kube-node-lease"), ownerReferences=[{
@@ -1160,6 +1171,25 @@ def seed_sample(store, nodes, api_port):
              "metadata": dict(_meta(f"widget-{color}", "default", {"color": color}),
                               generation=1),
              "spec": {"size": i + 1, "color": color}, "status": {"ready": True}})
+    if pool:
+        seed_pool(store, pool, nodes)
+
+
+def seed_pool(store, pool, nodes):
+    """The NodePool of the nodes, as yurt-manager keeps it (status.nodes), and the NodeBucket its
+    nodebucket controller makes of it (labelled with the pool's name, owned by the pool)."""
+    put = store.put_raw
+    put({"apiVersion": "apps.openyurt.io/v1beta2", "kind": "NodePool",
+         "metadata": dict(_meta(pool), generation=1),
+         "spec": {"type": "Edge"},
+         "status": {"readyNodeNum": len(nodes), "unreadyNodeNum": 0, "nodes": sorted(nodes)}})
+    put({"apiVersion": "apps.openyurt.io/v1alpha1", "kind": "NodeBucket",
+         "metadata": dict(_meta(f"{pool}-1", labels={"openyurt.io/pool-name": pool}),
+                          generation=1, ownerReferences=[{
+                              "apiVersion": "apps.openyurt.io/v1beta2", "kind": "NodePool",
+                              "name": pool, "uid": _uid(None, pool), "controller": True,
+                              "blockOwnerDeletion": True}]),
+         "numNodes": len(nodes), "nodes": [{"name": n} for n in sorted(nodes)]})
 
 
 def seed_bulk(store, n, nodes):
@@ -1203,8 +1233,22 @@ def api_versions_doc(port):
         {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{port}"}]}
 
 
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(v):
+    """Sort key of a version as kube-apiserver orders a group's versions: GA before beta before
+    alpha, then the higher number first (v2, v1, v1beta2, v1beta1, v1alpha1); other names last,
+    in alphabetical order."""
+    m = _VERSION_RE.match(v)
+    if not m:
+        return (1, 0, 0, 0, v)
+    stage = {None: 0, "beta": 1, "alpha": 2}[m.group(2)]
+    return (0, stage, -int(m.group(1)), -int(m.group(3) or 0), v)
+
+
 def api_group_doc(group):
-    versions = sorted({r.version for r in RESOURCES if r.group == group})
+    versions = sorted({r.version for r in RESOURCES if r.group == group}, key=version_priority)
     vs = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"kind": "APIGroup", "apiVersion": "v1", "name": group, "versions": vs,
             "preferredVersion": vs[0]}
@@ -1236,8 +1280,8 @@ def resource_list_doc(gv):
 
 
 def _schema_name(r):
-    if r.group == "example.com":
-        return f"com.example.{r.version}.{r.kind}"
+    if r.crd:                  # a CRD's schema is named by its reversed group
+        return f"{'.'.join(reversed(r.group.split('.')))}.{r.version}.{r.kind}"
     short = r.group.split(".")[0] if r.group else "core"
     return f"io.k8s.api.{short}.{r.version}.{r.kind}"
 
@@ -2369,7 +2413,7 @@ class ApiHandler(BaseHTTPRequestHandler):
     def patch(self, rt, ns, name, sub, body, dry):
         ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
         accepted = [t for t in PATCH_TYPES[:3]       # no strategic merge for custom resources
-                    if not (t == PATCH_TYPES[1] and rt.group == "example.com")]
+                    if not (t == PATCH_TYPES[1] and rt.crd)]
         if ctype not in accepted:
             raise ApiError(415, "UnsupportedMediaType", "the body of the request was in an "
                            f"unknown format - accepted media types include: {', '.join(accepted)}")
@@ -2665,6 +2709,8 @@ def main(argv=None):
     p.add_argument("--seed", choices=("sample", "none"), default="sample")
     p.add_argument("--pods", type=int, default=0, help="also seed N bulk pods")
     p.add_argument("--node", action="append", help="node name (repeatable; default node-1)")
+    p.add_argument("--pool", metavar="NAME", help="with --seed sample: a NodePool NAME of the "
+                   "--node nodes, labelled on them, and its NodeBucket NAME-1")
     p.add_argument("--history", type=int, default=2000, help="watch event history length")
     p.add_argument("--bookmark-interval", type=float, default=1.0)
     p.add_argument("--ready-file")
@@ -2680,7 +2726,8 @@ def main(argv=None):
     done = threading.Event()
     control = ControlServer((args.host, args.control_port), api, done)
     t0 = time.monotonic()
-    seed(store, args.seed, args.node or ["node-1"], args.pods, api.server_address[1])
+    seed(store, args.seed, args.node or ["node-1"], args.pods, api.server_address[1],
+         args.pool)
     if args.verbose:
         sys.stderr.write(f"seeded rv={store.rv} in {time.monotonic() - t0:.2f}s\n")
     api.serve_in_thread()

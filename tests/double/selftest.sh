@@ -385,6 +385,59 @@ assert head.startswith("HTTP/1.1 101") and "X-Stream-Protocol-Version: v4.channe
 ' "$PORT" "$POD"
 check "an exec of a pod that does not exist is 404 NotFound" sh -c "curl -s -H 'Connection: Upgrade' -H 'Upgrade: SPDY/3.1' -X POST '$API/api/v1/namespaces/default/pods/nope/exec?command=cat' | grep -q '\"reason\":\"NotFound\"'"
 
+curl -s "$API/apis/apps.openyurt.io/v1beta2/nodepools" > "$TMP/np0.json"
+check "without --pool no NodePool is seeded (the CRD is served, empty)" jtest "$TMP/np0.json" 'd["kind"]=="NodePoolList" and d["items"]==[]'
+
+# ---------------------------------------------------------------------------------------------
+echo "# OpenYurt's NodePool and NodeBucket (--pool hangzhou, nodes edge-1 and edge-2)"
+if start_double pool --node edge-1 --node edge-2 --pool hangzhou --bookmark-interval 0.5; then
+    API="http://127.0.0.1:$PORT"
+    curl -s "$API/apis" > "$TMP/y-apis.json"
+    check "/apis: apps.openyurt.io with two versions, v1beta2 first and preferred" jtest "$TMP/y-apis.json" \
+        '[(g["versions"], g["preferredVersion"]["version"]) for g in d["groups"] if g["name"]=="apps.openyurt.io"]==[([{"groupVersion":"apps.openyurt.io/v1beta2","version":"v1beta2"},{"groupVersion":"apps.openyurt.io/v1alpha1","version":"v1alpha1"}],"v1beta2")]'
+    curl -s "$API/apis/apps.openyurt.io" > "$TMP/y-group.json"
+    check "/apis/apps.openyurt.io is the same APIGroup" jtest "$TMP/y-group.json" \
+        'd["kind"]=="APIGroup" and [v["version"] for v in d["versions"]]==["v1beta2","v1alpha1"] and d["preferredVersion"]["groupVersion"]=="apps.openyurt.io/v1beta2"'
+    curl -s "$API/apis/apps.openyurt.io/v1beta2" > "$TMP/y-b2.json"
+    check "/apis/apps.openyurt.io/v1beta2: nodepools, cluster-scoped, short name np, category yurt, /status" jtest "$TMP/y-b2.json" \
+        '(lambda r: set(r)=={"nodepools","nodepools/status"} and r["nodepools"]["namespaced"] is False and r["nodepools"]["kind"]=="NodePool" and r["nodepools"]["shortNames"]==["np"] and r["nodepools"]["categories"]==["yurt"] and "watch" in r["nodepools"]["verbs"])({x["name"]: x for x in d["resources"]})'
+    curl -s "$API/apis/apps.openyurt.io/v1alpha1" > "$TMP/y-a1.json"
+    check "/apis/apps.openyurt.io/v1alpha1: nodebuckets, cluster-scoped, short name nb" jtest "$TMP/y-a1.json" \
+        '(lambda r: r["nodebuckets"]["namespaced"] is False and r["nodebuckets"]["kind"]=="NodeBucket" and r["nodebuckets"]["shortNames"]==["nb"] and "nodepools" not in r)({x["name"]: x for x in d["resources"]})'
+    check "/apis/apps.openyurt.io/v1beta1 is 404 (a version not served)" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' $API/apis/apps.openyurt.io/v1beta1/nodepools) = 404 ]"
+    curl -s "$API/openapi/v3" > "$TMP/y-oa.json"
+    check "/openapi/v3 lists both group versions" jtest "$TMP/y-oa.json" '"apis/apps.openyurt.io/v1beta2" in d["paths"] and "apis/apps.openyurt.io/v1alpha1" in d["paths"]'
+    curl -s "$API/apis/apps.openyurt.io/v1beta2/nodepools" > "$TMP/y-np.json"
+    check "list nodepools: the pool, its nodes in status.nodes" jtest "$TMP/y-np.json" \
+        'd["kind"]=="NodePoolList" and d["apiVersion"]=="apps.openyurt.io/v1beta2" and [(i["metadata"]["name"], i["status"]["nodes"], "namespace" in i["metadata"]) for i in d["items"]]==[("hangzhou",["edge-1","edge-2"],False)]'
+    curl -s "$API/apis/apps.openyurt.io/v1beta2/nodepools/hangzhou" > "$TMP/y-np1.json"
+    check "get nodepools/hangzhou" jtest "$TMP/y-np1.json" 'd["kind"]=="NodePool" and d["spec"]["type"]=="Edge" and d["status"]["readyNodeNum"]==2'
+    curl -s "$API/apis/apps.openyurt.io/v1alpha1/nodebuckets?labelSelector=openyurt.io/pool-name%3Dhangzhou" > "$TMP/y-nb.json"
+    check "list nodebuckets by label openyurt.io/pool-name: hangzhou-1 with the nodes, owned by the pool" jtest "$TMP/y-nb.json" \
+        '[(i["metadata"]["name"], i["nodes"], i["numNodes"], i["metadata"]["ownerReferences"][0]["kind"]) for i in d["items"]]==[("hangzhou-1",[{"name":"edge-1"},{"name":"edge-2"}],2,"NodePool")]'
+    curl -s "$API/apis/apps.openyurt.io/v1alpha1/nodebuckets?labelSelector=openyurt.io/pool-name%3Dother" > "$TMP/y-nb0.json"
+    check "list nodebuckets of another pool: empty" jtest "$TMP/y-nb0.json" 'd["items"]==[]'
+    curl -s "$API/api/v1/nodes?labelSelector=apps.openyurt.io/nodepool%3Dhangzhou" > "$TMP/y-nodes.json"
+    check "the pool's nodes carry apps.openyurt.io/nodepool=hangzhou" jtest "$TMP/y-nodes.json" \
+        'sorted(i["metadata"]["name"] for i in d["items"])==["edge-1","edge-2"]'
+    check "kubectl get np,nb (short names)" sh -c "[ \"\$(kubectl --server $API --cache-dir $TMP/kcache-pool get np,nb -o name 2>&1 | tr '\n' ' ')\" = 'nodepool.apps.openyurt.io/hangzhou nodebucket.apps.openyurt.io/hangzhou-1 ' ]"
+    RV=$(jget "$TMP/y-np.json" 'd["metadata"]["resourceVersion"]')
+    curl -sN -m 10 "$API/apis/apps.openyurt.io/v1beta2/nodepools?watch=1&resourceVersion=$RV&fieldSelector=metadata.name%3Dshanghai&allowWatchBookmarks=true&timeoutSeconds=3" > "$TMP/y-w" &
+    CPID=$!
+    ctl POST /objects '{"apiVersion":"apps.openyurt.io/v1beta2","kind":"NodePool","metadata":{"name":"shanghai"},"spec":{"type":"Cloud"}}' > /dev/null
+    ctl POST /objects '{"apiVersion":"apps.openyurt.io/v1beta2","kind":"NodePool","metadata":{"name":"shanghai"},"spec":{"type":"Cloud"},"status":{"nodes":["edge-3"]}}' > /dev/null
+    ctl DELETE "/objects?apiVersion=apps.openyurt.io/v1beta2&kind=NodePool&name=shanghai" > /dev/null
+    wait $CPID
+    events "$TMP/y-w"
+    check "watch nodepools by name: ADDED, MODIFIED, DELETED, bookmarks" jtest "$TMP/y-w.json" \
+        '[e["type"] for e in d if e["type"]!="BOOKMARK"]==["ADDED","MODIFIED","DELETED"] and d[1]["object"]["status"]["nodes"]==["edge-3"] and d[-1]["type"]=="BOOKMARK"'
+    check "PATCH nodepools/status changes only the status" sh -c "curl -s -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{\"spec\":{\"type\":\"Cloud\"},\"status\":{\"readyNodeNum\":1}}' $API/apis/apps.openyurt.io/v1beta2/nodepools/hangzhou/status | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"status\"][\"readyNodeNum\"]==1 and d[\"spec\"][\"type\"]==\"Edge\", d'"
+    check "strategic merge patch on a NodePool is 415 (a custom resource)" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X PATCH -H 'Content-Type: application/strategic-merge-patch+json' -d '{}' $API/apis/apps.openyurt.io/v1beta2/nodepools/hangzhou) = 415 ]"
+    kill "$DPID" 2>/dev/null
+else
+    nok "pool double started"
+fi
+
 # ---------------------------------------------------------------------------------------------
 echo "# 10000 bulk pods"
 if start_double bulk --seed none --pods 10000 --node node-a; then
