@@ -118,9 +118,11 @@ struct core {
 struct list_decoder {
 	struct core c;
 	list_item_fn on_item;
+	list_envelope_fn on_envelope;
 	void *ctx;
 	struct list_meta meta;
 	bool in_list_meta, in_items;
+	size_t envelope_from; /* in the current chunk: envelope not handed out yet */
 };
 
 struct watch_decoder {
@@ -481,6 +483,25 @@ static int set_remaining(struct list_decoder *d, const char *s, size_t len)
 	return 1;
 }
 
+/* Hands out the envelope of the current chunk from envelope_from up to
+ * `to` (the items' '[' included). */
+static int envelope_upto(struct list_decoder *d, size_t to)
+{
+	struct core *c = &d->c;
+
+	if (d->on_envelope && to > d->envelope_from &&
+	    d->on_envelope(d->ctx, c->chunk + d->envelope_from, to - d->envelope_from))
+		return fail(c, "stopped by the envelope callback");
+	d->envelope_from = to;
+	return 1;
+}
+
+/* The items' ']' was just consumed: the envelope goes on from it. */
+static void envelope_resume(struct list_decoder *d)
+{
+	d->envelope_from = yajl_get_bytes_consumed(d->c.h) - 1;
+}
+
 /* A value of the list outside any item. */
 static int list_value(struct list_decoder *d, enum slot slot, enum vtype t, const char *s,
 		      size_t len)
@@ -498,6 +519,8 @@ static int list_value(struct list_decoder *d, enum slot slot, enum vtype t, cons
 		return t == V_MAP || t == V_NULL ? 1 : fail(c, "list metadata is not an object");
 	case SLOT_ITEMS:
 		d->in_items = t == V_ARRAY;
+		if (d->in_items && !envelope_upto(d, yajl_get_bytes_consumed(c->h)))
+			return 0;
 		return t == V_ARRAY || t == V_NULL ? 1 : fail(c, "list items is not an array");
 	case SLOT_LIST_RV:
 		return t == V_STRING ? set_list_rv(d, s, len)
@@ -706,8 +729,11 @@ static int on_end(void *ctx)
 		if (c->depth == 0)
 			return end_event((struct watch_decoder *)c);
 	} else if (c->depth == 1) {
-		((struct list_decoder *)c)->in_list_meta = false;
-		((struct list_decoder *)c)->in_items = false;
+		struct list_decoder *d = (struct list_decoder *)c;
+		if (d->in_items)
+			envelope_resume(d);
+		d->in_list_meta = false;
+		d->in_items = false;
 	}
 	return 1;
 }
@@ -790,6 +816,12 @@ static int parse_chunk(struct core *c, const char *data, size_t len)
 	c->chunk_len = len;
 	if (yajl_parse(c->h, (const unsigned char *)data, len) != yajl_status_ok)
 		return parse_failed(c);
+	if (!c->is_watch) {
+		struct list_decoder *d = (struct list_decoder *)c;
+		if (!d->in_items && !envelope_upto(d, len))
+			return -1;
+		d->envelope_from = 0;
+	}
 	scan(c, data, len, c->fed);
 	if (!span_save(c))
 		return -1;
@@ -875,6 +907,11 @@ struct list_decoder *list_decoder_new(list_item_fn on_item, void *ctx)
 	d->ctx = ctx;
 	d->meta.remaining_item_count = -1;
 	return d;
+}
+
+void list_decoder_on_envelope(struct list_decoder *d, list_envelope_fn fn)
+{
+	d->on_envelope = fn;
 }
 
 int list_decoder_feed(struct list_decoder *d, const char *data, size_t len)

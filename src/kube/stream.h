@@ -55,9 +55,19 @@ struct list_meta {
 /* Return 0 to go on; non-zero stops decoding (feed then returns -1). */
 typedef int (*list_item_fn)(void *ctx, const struct stream_object *item);
 
+/* The bytes of the body that are not inside the items array, exactly as
+ * received and in order: everything up to and including its '[', then from
+ * its ']' on (all of the body when there is no items array).  Called before
+ * the items that follow them, so that envelope and items, written out in the
+ * order they arrive, make up the body again - with items left out or
+ * replaced, and separated by the writer's own commas.  0 to go on. */
+typedef int (*list_envelope_fn)(void *ctx, const char *data, size_t len);
+
 struct list_decoder;
 
 struct list_decoder *list_decoder_new(list_item_fn on_item, void *ctx);
+/* Ask for the envelope too (before the first feed). */
+void list_decoder_on_envelope(struct list_decoder *d, list_envelope_fn fn);
 /* 0, or -1 on malformed JSON / a stop from the callback / ENOMEM.  Once -1,
  * later calls return -1. */
 int list_decoder_feed(struct list_decoder *d, const char *data, size_t len);

@@ -446,6 +446,113 @@ static void test_list_random_chunks(void **state)
 	}
 }
 
+/* ---- the envelope: the list written out again, item by item ---- */
+
+struct rebuild {
+	struct buf out;
+	size_t items;
+};
+
+static int rebuild_envelope(void *ctx, const char *data, size_t len)
+{
+	struct rebuild *rb = ctx;
+
+	rb->items = 0; /* no item arrives between an envelope piece and the next '[' */
+	assert_int_equal(buf_append(&rb->out, data, len), 0);
+	return 0;
+}
+
+static int rebuild_item(void *ctx, const struct stream_object *o)
+{
+	struct rebuild *rb = ctx;
+
+	if (rb->items++)
+		assert_int_equal(buf_append(&rb->out, ",", 1), 0);
+	assert_int_equal(buf_append(&rb->out, o->data, o->len), 0);
+	return 0;
+}
+
+/* Decodes body in the given way; what the envelope and items make up again
+ * is `want`. */
+static void assert_rebuilds(const char *body, size_t len, const char *want, size_t want_len,
+			    enum how how)
+{
+	struct rebuild rb = {BUF_INIT, 0};
+	struct list_decoder *d = list_decoder_new(rebuild_item, &rb);
+
+	assert_non_null(d);
+	list_decoder_on_envelope(d, rebuild_envelope);
+	assert_int_equal(feed_all(feed_list, d, body, len, how, NULL, NULL), 0);
+	assert_int_equal(list_decoder_finish(d, NULL), 0);
+	assert_int_equal(rb.out.len, want_len);
+	assert_memory_equal(rb.out.data, want, want_len);
+	list_decoder_free(d);
+	buf_free(&rb.out);
+}
+
+/* The generated lists separate some items with " ,\n  ": rebuilt, they are
+ * separated by "," alone, and every other byte is the body's. */
+static void test_list_envelope_rebuilds(void **state)
+{
+	static const enum meta_pos pos[] = {META_BEFORE, META_AFTER, META_NONE};
+	static const enum how hows[] = {WHOLE, BYTES, RANDOM, BIG};
+
+	for (size_t p = 0; p < 3; p++) {
+		struct fix f = {0};
+		struct buf want = BUF_INIT;
+
+		gen_list(&f, p == 0 ? 14 : 7, p == 1, pos[p]);
+		for (size_t i = 0; i < f.body.len; i++) {
+			if (i + 5 <= f.body.len && !memcmp(f.body.data + i, " ,\n  ", 5)) {
+				buf_append(&want, ",", 1);
+				i += 4;
+			} else {
+				buf_append(&want, f.body.data + i, 1);
+			}
+		}
+		for (size_t h = 0; h < 4; h++)
+			assert_rebuilds(f.body.data, f.body.len, want.data, want.len, hows[h]);
+		buf_free(&want);
+		fix_free(&f);
+	}
+}
+
+static void test_list_envelope_edges(void **state)
+{
+	static const struct {
+		const char *body, *want;
+	} cases[] = {
+	    {"{\"kind\":\"PodList\",\"items\":[ ]}", "{\"kind\":\"PodList\",\"items\":[]}"},
+	    {"{\"kind\":\"PodList\",\"items\":null}", "{\"kind\":\"PodList\",\"items\":null}"},
+	    {" {\"kind\":\"Status\",\"code\":7} \n", " {\"kind\":\"Status\",\"code\":7} \n"},
+	    {"{\"items\" : [ {\"a\":[1,{\"b\":[]}]} , {} ] , \"metadata\":{\"x\":[2]}}",
+	     "{\"items\" : [{\"a\":[1,{\"b\":[]}]},{}] , \"metadata\":{\"x\":[2]}}"},
+	};
+	static const enum how hows[] = {WHOLE, BYTES, RANDOM};
+
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+		for (size_t h = 0; h < 3; h++)
+			assert_rebuilds(cases[i].body, strlen(cases[i].body), cases[i].want,
+					strlen(cases[i].want), hows[h]);
+}
+
+static int stop_envelope(void *ctx, const char *data, size_t len)
+{
+	(void)ctx, (void)data, (void)len;
+	return 1;
+}
+
+static void test_list_envelope_stop(void **state)
+{
+	struct list_decoder *d = list_decoder_new(NULL, NULL);
+
+	assert_non_null(d);
+	list_decoder_on_envelope(d, stop_envelope);
+	assert_int_equal(list_decoder_feed(d, "{\"items\":[", 10), -1);
+	assert_non_null(strstr(list_decoder_error(d), "envelope"));
+	list_decoder_free(d);
+}
+
 /* A small document decoded in every way; returns the meta of the last. */
 static void decode_small(const char *body, size_t want_items, struct list_meta *out, char *err,
 			 size_t errlen)
@@ -1593,6 +1700,9 @@ int main(void)
 	    cmocka_unit_test(test_list_whole),
 	    cmocka_unit_test(test_list_byte_by_byte),
 	    cmocka_unit_test(test_list_random_chunks),
+	    cmocka_unit_test(test_list_envelope_rebuilds),
+	    cmocka_unit_test(test_list_envelope_edges),
+	    cmocka_unit_test(test_list_envelope_stop),
 	    cmocka_unit_test(test_list_empty_null_status),
 	    cmocka_unit_test(test_list_meta_fields),
 	    cmocka_unit_test(test_list_tricky_items),
