@@ -62,6 +62,31 @@ struct strmap_entry *strmap_get(const struct strmap *m, const char *key)
 	return e->key ? e : NULL;
 }
 
+/* Backward-shift deletion: the entries after the hole that would no longer
+ * be found (their home slot lies at or before the hole, cyclically) move
+ * into it, so lookups never need tombstones. */
+void *strmap_del(struct strmap *m, const char *key)
+{
+	struct strmap_entry *e = strmap_get(m, key);
+	if (!e)
+		return NULL;
+	void *value = e->value;
+	size_t mask = m->cap - 1, hole = (size_t)(e - m->slots);
+	free(e->key);
+	e->key = NULL;
+	m->len--;
+	for (size_t i = (hole + 1) & mask; m->slots[i].key; i = (i + 1) & mask) {
+		size_t home = (size_t)hash_str(m->slots[i].key) & mask;
+		/* stays if its home lies cyclically in (hole, i] */
+		if (((i - home) & mask) < ((i - hole) & mask))
+			continue;
+		m->slots[hole] = m->slots[i];
+		m->slots[i].key = NULL;
+		hole = i;
+	}
+	return value;
+}
+
 struct strmap_entry *strmap_next(const struct strmap *m, size_t *iter)
 {
 	for (; *iter < m->cap; (*iter)++)

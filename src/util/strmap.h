@@ -2,8 +2,9 @@
  * strmap.h - a string-keyed hash map (open addressing, linear probing).
  *
  * Keys are copied into the map; values are opaque pointers that the map
- * does not own.  Used for sets of names during a list replace, so it is
- * sized for tens of thousands of entries and never shrinks.
+ * does not own.  Used for sets of names during a list replace, and for what
+ * the hub knows of the cluster's objects, so it is sized for tens of
+ * thousands of entries; it never shrinks its table.
  */
 #ifndef YURTHUB_UTIL_STRMAP_H
 #define YURTHUB_UTIL_STRMAP_H
@@ -30,6 +31,9 @@ struct strmap {
 /* Insert or overwrite.  Returns the entry, or NULL on ENOMEM. */
 struct strmap_entry *strmap_put(struct strmap *m, const char *key, void *value);
 struct strmap_entry *strmap_get(const struct strmap *m, const char *key);
+/* Remove key; returns its value (NULL when absent).  Entries move: pointers
+ * to entries and strmap_next iterations do not survive it. */
+void *strmap_del(struct strmap *m, const char *key);
 void strmap_free(struct strmap *m);
 /* Iterate: for (size_t i = 0; (e = strmap_next(m, &i));) */
 struct strmap_entry *strmap_next(const struct strmap *m, size_t *iter);

@@ -655,6 +655,55 @@ static void test_strmap_copies_keys(void **state)
 	strmap_free(&m);
 }
 
+/* Deleting in any order leaves exactly the others findable: checked
+ * against a plain array, with keys chosen to collide in a small table. */
+static void test_strmap_delete(void **state)
+{
+	struct strmap m = STRMAP_INIT;
+	enum { N = 3000 };
+	static int present[N];
+	char key[64];
+	for (int i = 0; i < N; i++) {
+		key_of(key, sizeof key, i);
+		present[i] = 1;
+		assert_non_null(strmap_put(&m, key, &present[i]));
+	}
+	assert_null(strmap_del(&m, "no-such-key"));
+	unsigned x = 12345;
+	for (int round = 0; round < 2 * N; round++) {
+		x = x * 1103515245u + 12345u;
+		int i = (int)((x >> 8) % N);
+		key_of(key, sizeof key, i);
+		void *v = strmap_del(&m, key);
+		assert_ptr_equal(v, present[i] ? &present[i] : NULL);
+		present[i] = 0;
+		if (round % 3 == 0) { /* and put some back */
+			int j = (int)((x >> 16) % N);
+			key_of(key, sizeof key, j);
+			present[j] = 1;
+			assert_non_null(strmap_put(&m, key, &present[j]));
+		}
+	}
+	size_t want = 0;
+	for (int i = 0; i < N; i++) {
+		key_of(key, sizeof key, i);
+		struct strmap_entry *e = strmap_get(&m, key);
+		if (present[i]) {
+			want++;
+			assert_non_null(e);
+			assert_ptr_equal(e->value, &present[i]);
+		} else {
+			assert_null(e);
+		}
+	}
+	assert_int_equal(m.len, want);
+	size_t it = 0, count = 0;
+	while (strmap_next(&m, &it))
+		count++;
+	assert_int_equal(count, want);
+	strmap_free(&m);
+}
+
 static void test_strmap_10000_keys(void **state)
 {
 	struct strmap m = STRMAP_INIT;
@@ -760,6 +809,7 @@ int main(void)
 	    cmocka_unit_test(test_strmap_put_get_overwrite),
 	    cmocka_unit_test(test_strmap_copies_keys),
 	    cmocka_unit_test(test_strmap_10000_keys),
+	    cmocka_unit_test(test_strmap_delete),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
