@@ -227,6 +227,44 @@ def seed_streams(api):
             gzip.compress(b"\n", mtime=0))
 
 
+# Objects the response filters act on, as the cloud would send them.
+FILTERED = [
+    {"metadata": {"name": "kubernetes", "namespace": "default"},
+     "spec": {"type": "ClusterIP", "clusterIP": "10.96.0.1", "clusterIPs": ["10.96.0.1"],
+              "ports": [{"name": "https", "port": 443}]}},
+    {"metadata": {"name": "lb", "namespace": "default",
+                  "annotations": {"svc.openyurt.io/discard": "true"}},
+     "spec": {"type": "LoadBalancer"}},
+    {"metadata": {"name": "np", "namespace": "default",
+                  "annotations": {"nodeport.openyurt.io/listen": "-pool-a,*"}},
+     "spec": {"type": "NodePort"}},
+    {"metadata": {"name": "h-abc", "namespace": "default",
+                  "labels": {"kubernetes.io/service-name": "h"}},
+     "addressType": "IPv4", "endpoints": [{"addresses": ["10.0.0.1"], "nodeName": "node1"},
+                                          {"addresses": ["10.0.0.2"], "nodeName": "node2"}]},
+    {"metadata": {"name": "p", "namespace": "default"},
+     "subsets": [{"addresses": [{"ip": "10.0.0.1", "nodeName": "node-a"},
+                                {"ip": "10.0.0.2", "nodeName": "node9"}]}]},
+    {"metadata": {"name": "kube-proxy", "namespace": "kube-system"},
+     "data": {"config.conf": "clientConnection:\n  kubeconfig: /var/lib/kp.conf\n"}},
+    {"metadata": {"name": "pod", "namespace": "default"},
+     "spec": {"containers": [{"name": "c", "env": [
+         {"name": "KUBERNETES_SERVICE_HOST", "value": "api.example.com"}]}]}},
+]
+
+
+def seed_rewrite():
+    for i, o in enumerate(FILTERED):
+        target = [0, 0, 0, 1, 2, 4, 3][i]
+        add("fuzz_rewrite", bytes([i % 8, 2 + 3 * target, 0x7f]) + compact(o).encode())
+        add("fuzz_rewrite", bytes([(i + 3) % 8, 1 + 3 * target, 0x7f]) +
+            b'{"type":"ADDED","object":' + compact(o).encode() + b'}\n{"type":"BOOKMARK","object":'
+            b'{"metadata":{"resourceVersion":"7"}}}\n')
+        add("fuzz_rewrite", bytes([(i + 5) % 8, 3 * target, 0x7f]) +
+            b'{"kind":"List","metadata":{"resourceVersion":"9"},"items":[' + compact(o).encode() +
+            b',' + compact(FILTERED[0]).encode() + b']}')
+
+
 def seed_objects(api, items):
     for o in items[:12]:
         add("fuzz_meta", compact(o))
@@ -445,6 +483,7 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     seed_streams(api)
+    seed_rewrite()
     seed_objects(api, items)
     seed_requests()
     seed_selectors(items)

@@ -50,7 +50,7 @@ dict_of() {
 	fuzz_kubeconfig) d=yaml ;;
 	fuzz_patch) d=patch ;;
 	fuzz_etcd_client) d=etcd ;;
-	fuzz_list_stream | fuzz_watch_stream | fuzz_meta | fuzz_view | fuzz_journal | fuzz_outbox)
+	fuzz_list_stream | fuzz_watch_stream | fuzz_rewrite | fuzz_meta | fuzz_view | fuzz_journal | fuzz_outbox)
 		d=json ;;
 	*) return 0 ;;
 	esac

@@ -94,9 +94,6 @@ void filter_config_free(struct filter_config *cfg);
 
 /* ---- what the filters know of the node and the cluster ---- */
 
-/* Service -> its openyurt.io/topologyKeys annotation, for servicetopology. */
-struct filter_topology;
-
 struct filter_env {
 	const char *node_name;
 	const char *pool_name; /* --nodepool-name, else the node's label; "" unknown */

@@ -1,0 +1,68 @@
+/*
+ * rewrite.h - one response of the cloud, filtered as it streams.
+ *
+ * The proxy feeds the body as it arrives and gets the filtered body back
+ * through a callback, object by object: a list is never held whole (only the
+ * item being decoded), a watch event goes out as soon as it is decoded.  An
+ * object no filter wants passes on as its own bytes; one a filter changes is
+ * parsed into a private copy, changed and encoded again, so that nothing
+ * another reader shares is ever written.  A gzip body is inflated on the
+ * way: what comes out is plain JSON (the proxy drops Content-Encoding and
+ * Content-Length).
+ *
+ *   list:   the envelope as received, the items that remain, "," between
+ *   watch:  one event per line; an event whose object a filter drops
+ *           becomes DELETED with the object as the cloud sent it; BOOKMARK
+ *           and ERROR pass unchanged
+ *   object: (get, patch, ...) gathered whole - one object is small - and
+ *           written at the end, unless a filter drops it: then the proxy
+ *           answers 404, as for a list that leaves it out
+ *
+ * No I/O and no locks of its own: what the filters know of the node comes
+ * through struct filter_env_ref, held for each object only.
+ */
+#ifndef YURTHUB_FILTER_REWRITE_H
+#define YURTHUB_FILTER_REWRITE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "filter/filter.h"
+
+/* Access to the current struct filter_env: hold() returns it and keeps it
+ * valid until release(). */
+struct filter_env_ref {
+	const struct filter_env *(*hold)(void *ctx);
+	void (*release)(void *ctx);
+	void *ctx;
+};
+
+enum rewrite_shape { REWRITE_LIST, REWRITE_WATCH, REWRITE_OBJECT };
+
+/* Filtered bytes for the client; 0 to go on, non-zero stops (feed then
+ * fails). */
+typedef int (*rewrite_out_fn)(void *ctx, const char *data, size_t len);
+
+struct rewrite;
+
+/* A rewriter for one response; t is copied.  gzipped: the body is gzip.
+ * NULL when out of memory. */
+struct rewrite *rewrite_new(enum rewrite_shape shape, bool gzipped, filter_mask mask,
+			    const struct filter_target *t, const struct filter_env_ref *env,
+			    rewrite_out_fn out, void *ctx);
+/* 0, or -1: the body is not what its shape says (malformed JSON, a list
+ * item that is not an object, an object over STREAM_OBJECT_MAX, a broken
+ * gzip stream) or out stopped.  Once -1, always -1. */
+int rewrite_feed(struct rewrite *rw, const char *data, size_t len);
+/* End of the body: 0 when it was complete, else -1.  An object is written
+ * out here (unless dropped). */
+int rewrite_finish(struct rewrite *rw);
+/* REWRITE_OBJECT, after finish: a filter dropped the object. */
+bool rewrite_dropped(const struct rewrite *rw);
+/* Objects changed and dropped so far (for the metrics). */
+void rewrite_counts(const struct rewrite *rw, unsigned long *changed, unsigned long *dropped);
+/* A one-line reason after -1. */
+const char *rewrite_error(const struct rewrite *rw);
+void rewrite_free(struct rewrite *rw);
+
+#endif
