@@ -7,6 +7,7 @@
  */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -16,6 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "filter/filter.h"
 #include "util/buf.h"
 
 enum flag_type { F_STR, F_INT, F_BOOL, F_LIST, F_DURATION, F_IGNORED, F_IGNORED_BOOL };
@@ -75,6 +77,36 @@ static const struct flag flags[] = {
     {"cache-agents", F_LIST, OFF(cache_agents), "",
      "Components to cache besides kubelet, kube-proxy, flanneld, coredns, raven-agent-ds, "
      "yurttunnel-agent and yurthub; * caches every component."},
+    {"working-mode", F_STR, OFF(working_mode_name), "edge",
+     "edge: proxy, filter and cache, and answer from the cache while the cloud is unreachable. "
+     "cloud: proxy and filter only - no cache, no offline answers - and the filters "
+     "discardcloudservice, forwardkubesvctraffic and serviceenvupdater off. (YurtHub's local "
+     "mode is not supported and refused.)"},
+    {"enable-resource-filter", F_BOOL, OFF(enable_resource_filter), "true",
+     "Rewrite what the cloud answers node components with OpenYurt's response filters "
+     "(docs/filters.md); false: pass every answer unchanged."},
+    {"disabled-resource-filters", F_LIST, OFF(disabled_resource_filters), "",
+     "Filters not to run, comma-separated (masterservice, servicetopology, discardcloudservice, "
+     "nodeportisolation, inclusterconfig, forwardkubesvctraffic, serviceenvupdater); * turns "
+     "every filter off."},
+    {"nodepool-name", F_STR, OFF(nodepool_name), "",
+     "Pool of this node, for the servicetopology and nodeportisolation filters; empty: the "
+     "node's apps.openyurt.io/nodepool label."},
+    {"enable-node-pool", F_BOOL, OFF(enable_node_pool), "true",
+     "servicetopology's pool topology (openyurt.io/nodepool, kubernetes.io/zone) keeps the "
+     "endpoints of the nodes in this node's NodePool (apps.openyurt.io/v1beta2 status.nodes)."},
+    {"enable-pool-service-topology", F_BOOL, OFF(enable_pool_service_topology), "false",
+     "Take the pool's nodes from its NodeBuckets (apps.openyurt.io/v1alpha1, label "
+     "openyurt.io/pool-name) instead of the NodePool."},
+    {"namespace", F_STR, OFF(namespace), "kube-system",
+     "Namespace of the hub's configmap yurt-hub-cfg (filters' extra components, cache agents)."},
+    {"enable-dummy-if", F_BOOL, OFF(enable_dummy_if), "true",
+     "The filters point in-cluster clients at the hub on --dummy-if-ip and --proxy-secure-port; "
+     "false: on --bind-proxy-address. (The interface itself is not created by this hub.)"},
+    {"dummy-if-ip", F_STR, OFF(dummy_if_ip), "",
+     "The hub's address for in-cluster clients: in 169.254.0.0/16, outside 169.254.31.0/24 and "
+     "not 169.254.1.1, or an IPv6 address; empty: 169.254.2.1 (fd00::2:1 when --bind-address is "
+     "IPv6)."},
     {"heartbeat-interval-seconds", F_INT, OFF(heartbeat_interval_seconds), "10",
      "Seconds between health probes of each server."},
     {"heartbeat-timeout-seconds", F_INT, OFF(heartbeat_timeout_seconds), "2",
@@ -98,26 +130,17 @@ static const struct flag flags[] = {
     {"help", F_BOOL, OFF(help), "false", "Print this help and exit."},
     {"version", F_BOOL, OFF(version), "false", "Print the version and exit."},
     /* YurtHub flags without a meaning here: accepted so that its manifests work. */
-    {"nodepool-name", F_IGNORED, 0, "", NULL},
     {"bootstrap-file", F_IGNORED, 0, "", NULL},
     {"join-token", F_IGNORED, 0, "", NULL},
     {"bootstrap-mode", F_IGNORED, 0, "", NULL},
     {"discovery-token-ca-cert-hash", F_IGNORED, 0, "", NULL},
     {"discovery-token-unsafe-skip-ca-verification", F_IGNORED_BOOL, 0, "", NULL},
-    {"working-mode", F_IGNORED, 0, "", NULL},
     {"root-dir", F_IGNORED, 0, "", NULL},
-    {"namespace", F_IGNORED, 0, "", NULL},
     {"kubelet-health-grace-period", F_IGNORED, 0, "", NULL},
     {"gc-frequency", F_IGNORED, 0, "", NULL},
-    {"enable-dummy-if", F_IGNORED_BOOL, 0, "", NULL},
-    {"dummy-if-ip", F_IGNORED, 0, "", NULL},
     {"dummy-if-name", F_IGNORED, 0, "", NULL},
     {"enable-iptables", F_IGNORED_BOOL, 0, "", NULL},
-    {"enable-resource-filter", F_IGNORED_BOOL, 0, "", NULL},
-    {"disabled-resource-filters", F_IGNORED, 0, "", NULL},
     {"hub-cert-organizations", F_IGNORED, 0, "", NULL},
-    {"enable-node-pool", F_IGNORED_BOOL, 0, "", NULL},
-    {"enable-pool-service-topology", F_IGNORED_BOOL, 0, "", NULL},
     {"profiling", F_IGNORED_BOOL, 0, "", NULL},
     {"multiplexer-port", F_IGNORED, 0, "", NULL},
     {"node-ip", F_IGNORED, 0, "", NULL},
@@ -271,6 +294,9 @@ void config_init(struct config *c)
 			break;
 		case F_DURATION:
 			*(int *)((char *)c + f->offset) = (int)config_parse_duration(f->def);
+			break;
+		case F_BOOL:
+			*(bool *)((char *)c + f->offset) = !strcmp(f->def, "true");
 			break;
 		default:
 			break;
@@ -496,6 +522,59 @@ static int check_readable(const char *flag, const char *path, char **err)
 	return -1;
 }
 
+/* --dummy-if-ip as YurtHub checks it: a link-local IPv4 address outside
+ * what other node agents take (169.254.31.0/24, 169.254.1.1), or IPv6. */
+static bool dummy_ip_ok(const char *ip)
+{
+	struct in_addr a4;
+	struct in6_addr a6;
+	if (inet_pton(AF_INET6, ip, &a6) == 1)
+		return true;
+	if (inet_pton(AF_INET, ip, &a4) != 1)
+		return false;
+	uint32_t a = ntohl(a4.s_addr);
+	return (a >> 16) == 0xA9FE && (a >> 8) != 0xA9FE1F && a != 0xA9FE0101;
+}
+
+static int validate_modes(struct config *c, char **err)
+{
+	if (!strcmp(c->working_mode_name, "edge"))
+		c->working_mode = MODE_EDGE;
+	else if (!strcmp(c->working_mode_name, "cloud"))
+		c->working_mode = MODE_CLOUD;
+	else if (!strcmp(c->working_mode_name, "local"))
+		return *err = strdup("invalid value \"local\" for flag --working-mode: local mode "
+				     "(iptables balancing to tenant API servers) is not supported "
+				     "by this hub; want edge or cloud"),
+		       -1;
+	else
+		return *err = msg("invalid value \"%s\" for flag --working-mode: want edge or "
+				  "cloud",
+				  c->working_mode_name, NULL),
+		       -1;
+	char *why = NULL;
+	if (filter_config_check_names((const char *const *)c->disabled_resource_filters.v,
+				      c->disabled_resource_filters.n, &why) < 0) {
+		*err = msg("invalid value for flag --disabled-resource-filters: %s%s",
+			   why ? why : "out of memory", NULL);
+		free(why);
+		return -1;
+	}
+	if (!*c->dummy_if_ip &&
+	    set_str(&c->dummy_if_ip, strchr(c->bind_address, ':') ? "fd00::2:1" : "169.254.2.1") <
+		0)
+		return *err = strdup("out of memory"), -1;
+	if (!dummy_ip_ok(c->dummy_if_ip))
+		return *err = msg("invalid value \"%s\" for flag --dummy-if-ip: want an IPv4 "
+				  "address in 169.254.0.0/16, outside 169.254.31.0/24 and not "
+				  "169.254.1.1, or an IPv6 address%s",
+				  c->dummy_if_ip, NULL),
+		       -1;
+	if (!*c->namespace)
+		return *err = strdup("invalid value for flag --namespace: empty"), -1;
+	return 0;
+}
+
 int config_validate(struct config *c, char **err)
 {
 	*err = NULL;
@@ -578,6 +657,8 @@ int config_validate(struct config *c, char **err)
 		return *err = strdup("invalid value for flag --min-request-timeout: must be at "
 				     "least 1s (0 would end every offline watch at once)"),
 		       -1;
+	if (validate_modes(c, err) < 0)
+		return -1;
 	if (strcmp(c->log_format, "text") && strcmp(c->log_format, "json"))
 		return *err = msg("invalid value \"%s\" for flag --log-format: want text or json",
 				  c->log_format, NULL),
@@ -638,7 +719,7 @@ void config_print_help(FILE *out)
 		if (!f->help)
 			continue;
 		fprintf(out, "  --%s %s\n      %s", f->name, type_word(f->type), f->help);
-		if (f->def && *f->def && f->type != F_BOOL)
+		if (f->def && *f->def && (f->type != F_BOOL || !strcmp(f->def, "true")))
 			fprintf(out, " (default %s)", f->def);
 		fputc('\n', out);
 	}
@@ -668,7 +749,7 @@ void config_print_man_options(FILE *out)
 				fputc('\\', out);
 			fputc(*p, out);
 		}
-		if (f->def && *f->def && f->type != F_BOOL)
+		if (f->def && *f->def && (f->type != F_BOOL || !strcmp(f->def, "true")))
 			fprintf(out, " Default: %s.", f->def);
 		fputc('\n', out);
 	}

@@ -17,6 +17,7 @@ struct strlist {
 };
 
 enum lb_mode { LB_RR, LB_PRIORITY };
+enum working_mode { MODE_EDGE, MODE_CLOUD };
 enum storage_kind { STORAGE_DISK, STORAGE_ETCD };
 
 struct config {
@@ -44,6 +45,16 @@ struct config {
 	char *client_cert_file, *client_key_file, *ca_file, *token_file;
 
 	struct strlist cache_agents;
+
+	char *working_mode_name;
+	enum working_mode working_mode;
+	char *nodepool_name;
+	char *namespace; /* of the yurt-hub-cfg configmap */
+	bool enable_resource_filter;
+	struct strlist disabled_resource_filters;
+	bool enable_node_pool, enable_pool_service_topology;
+	bool enable_dummy_if;
+	char *dummy_if_ip; /* "" until validated: then the default for the address family */
 
 	int heartbeat_interval_seconds;
 	int heartbeat_timeout_seconds;

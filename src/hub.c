@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "cache/cacheable.h"
+#include "cluster/cluster.h"
 #include "cache/manager.h"
 #include "cloud/health.h"
 #include "cloud/upstream.h"
@@ -49,6 +50,8 @@ struct hub {
 	struct request_gate gate; /* --max-requests-in-flight, the body budget */
 	struct server *server;
 	struct housekeeping *housekeeping; /* object count; etcd tombstones, strays */
+	struct cluster *cluster;	   /* what the response filters know */
+	char *proxy_url, *hub_port;	   /* the cluster's settings */
 	atomic_bool ready;		   /* the store has recovered */
 };
 
@@ -136,8 +139,14 @@ static int hub_endpoint(void *ctx, struct request *req)
 	if (n == 11 && !strncmp(path, "/v1/healthz", n))
 		return reply_text(req, 200, "OK");
 	if (n == 10 && !strncmp(path, "/v1/readyz", n)) {
-		bool ready = atomic_load(&h->ready);
-		return reply_text(req, ready ? 200 : 503, ready ? "OK" : "the store is not ready");
+		if (!atomic_load(&h->ready))
+			return reply_text(req, 503, "the store is not ready");
+		/* online, the filters need what the cloud says first; offline,
+		 * what is cached is all there is */
+		if (h->cluster && !cluster_synced(h->cluster) && upstream_any_healthy(&h->upstream))
+			return reply_text(req, 503,
+					  "the filters' view of the cluster is not synced");
+		return reply_text(req, 200, "OK");
 	}
 	if (n == 8 && !strncmp(path, "/metrics", n)) {
 		struct buf b = BUF_INIT;
@@ -152,31 +161,90 @@ static int hub_endpoint(void *ctx, struct request *req)
 	return reply_text(req, 404, "404 page not found\n");
 }
 
-static int start(struct hub *h)
+/* yurt-hub-cfg's cache_agents, from the cluster's informer. */
+static void set_cache_agents(void *ctx, const char *const *names, size_t n)
 {
-	char *err = NULL;
+	struct hub *h = ctx;
+	if (cache_agents_set_extra(&h->agents, names, n) < 0)
+		log_error("out of memory: the configmap's cache agents are not applied");
+}
+
+/* Where the hub's own informers read: its plain proxy port, on loopback
+ * when it listens on every address.  NULL when that port is off. */
+static char *own_proxy_url(const struct config *cfg)
+{
+	if (!cfg->proxy_port)
+		return NULL;
+	const char *host = cfg->bind_proxy_address;
+	if (!strcmp(host, "0.0.0.0") || !*host)
+		host = "127.0.0.1";
+	else if (!strcmp(host, "::"))
+		host = "::1";
+	bool v6 = strchr(host, ':') != NULL;
+	return str_printf("http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", cfg->proxy_port);
+}
+
+static int start_cluster(struct hub *h)
+{
+	const struct config *cfg = h->cfg;
+	h->proxy_url = own_proxy_url(cfg);
+	h->hub_port = str_printf("%d", cfg->proxy_secure_port);
+	if ((cfg->proxy_port && !h->proxy_url) || !h->hub_port)
+		return -1;
+	struct cluster_settings s = {
+	    .proxy_url = h->proxy_url,
+	    .user_agent = "yurthub/" YURTHUB_VERSION,
+	    .node_name = cfg->node_name,
+	    .pool_name = cfg->nodepool_name,
+	    .namespace = cfg->namespace,
+	    .hub_host = cfg->enable_dummy_if ? cfg->dummy_if_ip : cfg->bind_proxy_address,
+	    .hub_port = h->hub_port,
+	    .enable_node_pool = cfg->enable_node_pool,
+	    .pool_service_topology = cfg->enable_pool_service_topology,
+	    .filters_on = cfg->enable_resource_filter,
+	    .disabled = (const char *const *)cfg->disabled_resource_filters.v,
+	    .ndisabled = cfg->disabled_resource_filters.n,
+	    .cloud_mode = cfg->working_mode == MODE_CLOUD,
+	    .on_cache_agents = set_cache_agents,
+	    .ctx = h,
+	};
+	return (h->cluster = cluster_new(&s)) ? 0 : -1;
+}
+
+/* The store and what writes it; none in cloud mode. */
+static int start_store(struct hub *h)
+{
+	if (h->cfg->working_mode == MODE_CLOUD)
+		return 0;
 	if (!(h->store = open_store(h->cfg)))
 		return -1;
 	if (!(h->housekeeping =
 		  housekeeping_start(h->store, &h->metrics, h->cfg->storage == STORAGE_ETCD)))
 		return -1;
-	atomic_store(&h->ready, true);
-	if (upstream_init(&h->upstream, h->cfg, &err) < 0) {
-		log_error("%s", err ? err : "cannot set up the upstream");
-		free(err);
-		return -1;
-	}
-	if (cache_agents_init(&h->agents, h->cfg) < 0 ||
-	    !(h->health = health_new(&h->upstream, h->cfg, &h->metrics)) ||
-	    !(h->cache = cache_manager_new(h->store, &h->metrics, CACHE_WORKERS)))
+	if (!(h->cache = cache_manager_new(h->store, &h->metrics, CACHE_WORKERS)))
 		return -1;
 	struct buf dir = BUF_INIT;
 	if (buf_printf(&dir, "%s/_internal/yurthub-c/outbox", h->cfg->disk_cache_path) < 0)
 		return -1;
 	h->outbox = outbox_open(dir.data, &h->upstream, &h->metrics, OUTBOX_MAX_DEFAULT);
 	buf_free(&dir);
-	if (!h->outbox || outbox_start(h->outbox) < 0)
+	return h->outbox && outbox_start(h->outbox) == 0 ? 0 : -1;
+}
+
+static int start(struct hub *h)
+{
+	char *err = NULL;
+	if (upstream_init(&h->upstream, h->cfg, &err) < 0) {
+		log_error("%s", err ? err : "cannot set up the upstream");
+		free(err);
 		return -1;
+	}
+	if (cache_agents_init(&h->agents, h->cfg) < 0 ||
+	    !(h->health = health_new(&h->upstream, h->cfg, &h->metrics)))
+		return -1;
+	if (start_store(h) < 0)
+		return -1;
+	atomic_store(&h->ready, true);
 	if (health_start(h->health) < 0)
 		return -1;
 	struct proxy *p = &h->proxy;
@@ -186,6 +254,10 @@ static int start(struct hub *h)
 	p->store = h->store;
 	p->agents = &h->agents;
 	p->outbox = h->outbox;
+	if (start_cluster(h) < 0)
+		return -1;
+	p->cluster = h->cluster;
+	p->cloud_mode = h->cfg->working_mode == MODE_CLOUD;
 	p->metrics = &h->metrics;
 	p->min_request_timeout = h->cfg->min_request_timeout;
 	if (proxy_init(p) < 0)
@@ -194,7 +266,10 @@ static int start(struct hub *h)
 	h->gate.m = &h->metrics;
 	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h,
 				       &h->metrics,  &h->gate};
-	return server_start(h->cfg, &routes, &h->server);
+	if (server_start(h->cfg, &routes, &h->server) < 0)
+		return -1;
+	/* the informers read through the proxy port, open from here on */
+	return cluster_run(h->cluster);
 }
 
 static void stop(struct hub *h)
@@ -203,6 +278,9 @@ static void stop(struct hub *h)
 	server_quiesce(h->server);
 	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
 	server_stop(h->server);	       /* joins every connection thread */
+	cluster_free(h->cluster);      /* its informers' requests ended with the server */
+	free(h->proxy_url);
+	free(h->hub_port);
 	proxy_free(&h->proxy);
 	outbox_close(h->outbox);
 	health_free(h->health);

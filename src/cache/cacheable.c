@@ -18,9 +18,21 @@ static const char *const never_cached[] = {
     "selfsubjectreviews",
 };
 
+static char *lower_dup(const char *name)
+{
+	char *lower = strdup(name);
+	if (lower)
+		for (char *c = lower; *c; c++)
+			*c = (char)tolower((unsigned char)*c);
+	return lower;
+}
+
 int cache_agents_init(struct cache_agents *a, const struct config *cfg)
 {
 	memset(a, 0, sizeof *a);
+	if (pthread_rwlock_init(&a->lock, NULL) != 0)
+		return -1;
+	a->lock_ready = true;
 	size_t n = sizeof default_agents / sizeof default_agents[0];
 	a->names.v = calloc(n + cfg->cache_agents.n, sizeof *a->names.v);
 	if (!a->names.v)
@@ -34,12 +46,9 @@ int cache_agents_init(struct cache_agents *a, const struct config *cfg)
 			a->all = true;
 			continue;
 		}
-		char *lower = strdup(name);
-		if (!lower)
+		if (!(a->names.v[a->names.n] = lower_dup(name)))
 			return -1;
-		for (char *c = lower; *c; c++)
-			*c = (char)tolower((unsigned char)*c);
-		a->names.v[a->names.n++] = lower;
+		a->names.n++;
 	}
 	return 0;
 }
@@ -47,13 +56,47 @@ int cache_agents_init(struct cache_agents *a, const struct config *cfg)
 void cache_agents_free(struct cache_agents *a)
 {
 	strlist_free(&a->names);
+	strlist_free(&a->extra);
+	if (a->lock_ready)
+		pthread_rwlock_destroy(&a->lock);
+	a->lock_ready = false;
 }
 
-bool cache_agents_has(const struct cache_agents *a, const char *component)
+bool cache_agents_has(struct cache_agents *a, const char *component)
 {
 	if (!component || !*component)
 		return false;
-	return a->all || strlist_has(&a->names, component);
+	if (a->all || strlist_has(&a->names, component))
+		return true;
+	pthread_rwlock_rdlock(&a->lock);
+	bool has = a->extra_all || strlist_has(&a->extra, component);
+	pthread_rwlock_unlock(&a->lock);
+	return has;
+}
+
+int cache_agents_set_extra(struct cache_agents *a, const char *const *names, size_t n)
+{
+	struct strlist extra = {NULL, 0};
+	bool all = false;
+	if (n && !(extra.v = calloc(n, sizeof *extra.v)))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(names[i], "*")) {
+			all = true;
+		} else if (!(extra.v[extra.n] = lower_dup(names[i]))) {
+			strlist_free(&extra);
+			return -1;
+		} else {
+			extra.n++;
+		}
+	}
+	pthread_rwlock_wrlock(&a->lock);
+	struct strlist old = a->extra;
+	a->extra = extra;
+	a->extra_all = all;
+	pthread_rwlock_unlock(&a->lock);
+	strlist_free(&old);
+	return 0;
 }
 
 char *cache_component(const char *ua)
@@ -85,7 +128,7 @@ static bool is_discovery(const struct request_info *ri)
 	return slash && slash > g && slash[1] && !strchr(slash + 1, '/');
 }
 
-enum cache_mode cache_mode_for(const struct cache_agents *a, const char *component,
+enum cache_mode cache_mode_for(struct cache_agents *a, const char *component,
 			       const struct request_info *ri)
 {
 	if (!ri->is_resource) {

@@ -12,6 +12,7 @@
 #ifndef YURTHUB_CACHE_CACHEABLE_H
 #define YURTHUB_CACHE_CACHEABLE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -26,22 +27,32 @@ enum cache_mode {
 	CACHE_DISCOVERY, /* /version, /api, /api/v1, /apis, /apis/<g>/<v>, /openapi/v3... */
 };
 
+/* The defaults and --cache-agents, fixed at start; and the yurt-hub-cfg
+ * configmap's cache_agents, which change while the hub runs (read under
+ * the lock: connection threads ask, an informer's thread sets). */
 struct cache_agents {
 	struct strlist names;
 	bool all;
+	pthread_rwlock_t lock;
+	bool lock_ready;
+	struct strlist extra;
+	bool extra_all;
 };
 
 /* Defaults plus --cache-agents. */
 int cache_agents_init(struct cache_agents *a, const struct config *cfg);
 void cache_agents_free(struct cache_agents *a);
-bool cache_agents_has(const struct cache_agents *a, const char *component);
+bool cache_agents_has(struct cache_agents *a, const char *component);
+/* Replace the configmap's agents ("*": every component); 0 or -1 (ENOMEM,
+ * the old ones stay). */
+int cache_agents_set_extra(struct cache_agents *a, const char *const *names, size_t n);
 
 /* "kubelet/v1.30.2 (linux/amd64) kubernetes/abc" -> "kubelet" (malloc'ed,
  * "" for no User-Agent). */
 char *cache_component(const char *user_agent);
 
 /* How to cache this request, or CACHE_NONE. */
-enum cache_mode cache_mode_for(const struct cache_agents *a, const char *component,
+enum cache_mode cache_mode_for(struct cache_agents *a, const char *component,
 			       const struct request_info *ri);
 
 /* The Accept header to send upstream so that the response can be cached:

@@ -29,7 +29,10 @@ int request_begin(struct request *req, const char *method)
 	req->ri_ok = request_info_parse(method, req->raw_uri, &req->ri, &req->ri_err) == 0;
 	req->is_watch = req->ri_ok && req->ri.verb == VERB_WATCH;
 	req->component = cache_component(request_header(req, MHD_HTTP_HEADER_USER_AGENT));
-	return req->component ? 0 : -1;
+	if (!req->component)
+		return -1;
+	req->hub_own = !strcmp(req->component, "yurthub");
+	return 0;
 }
 
 void request_free(struct request *req)

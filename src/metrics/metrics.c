@@ -435,17 +435,27 @@ int metrics_render(struct metrics *m, struct buf *o)
 	rc = rc ? rc : render_cached_objects(o, m);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_requests_in_flight", "gauge",
-				"Proxy requests being served now (watches included).",
+				"Proxy requests being served now (watches included; the hub's own "
+				"informers not).",
 				atomic_load(&m->in_flight));
 	rc = rc ? rc : render_limits(o, m);
 	rc = rc ? rc
-		: render_simple(o, "yurthub_watches_open", "gauge",
-				"Watch requests open now (proxied and local).",
-				atomic_load(&m->open_watches));
+		: render_simple(
+		      o, "yurthub_watches_open", "gauge",
+		      "Watch requests open now (proxied and local; the hub's own informers not).",
+		      atomic_load(&m->open_watches));
 	rc = rc ? rc
 		: render_simple(o, "yurthub_proxied_bytes_total", "counter",
 				"Response bytes passed from the cloud to clients.",
 				(long long)atomic_load(&m->proxied_bytes));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_filter_objects_changed_total", "counter",
+				"Objects the response filters rewrote for a node component.",
+				(long long)atomic_load(&m->filter_changed));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_filter_objects_dropped_total", "counter",
+				"Objects the response filters left out (or turned into DELETED).",
+				(long long)atomic_load(&m->filter_dropped));
 	rc = rc ? rc
 		: render_simple(o, "yurthub_offline_events_queued_total", "counter",
 				"Events created while offline, kept to be sent to the cloud.",

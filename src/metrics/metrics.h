@@ -51,7 +51,8 @@ struct metrics {
 	_Atomic uint64_t rejected_in_flight, rejected_body_memory; /* answered 429 */
 	atomic_long open_watches;
 	_Atomic uint64_t proxied_bytes;
-	struct histogram request_seconds; /* non-watch requests, end to end */
+	_Atomic uint64_t filter_changed, filter_dropped; /* objects, by the response filters */
+	struct histogram request_seconds;		 /* non-watch requests, end to end */
 
 	/* cache */
 	_Atomic uint64_t cache_writes[CACHE_OP_N];

@@ -423,6 +423,7 @@ struct watch_gen {
 	struct gen g;
 	enum watch_state state;
 	bool initial_end, bookmarks;
+	bool counted; /* in the open-watches gauge (not the hub's own) */
 	struct timespec deadline, next_bookmark;
 	int client_fd;
 };
@@ -559,7 +560,8 @@ static ssize_t watch_read(void *cls, char *out, size_t max)
 static void watch_free(void *cls)
 {
 	struct watch_gen *w = cls;
-	atomic_fetch_sub(&w->g.p->metrics->open_watches, 1);
+	if (w->counted)
+		atomic_fetch_sub(&w->g.p->metrics->open_watches, 1);
 	gen_free(&w->g);
 	free(w);
 }
@@ -660,7 +662,9 @@ int local_watch(struct proxy *p, struct request *req)
 		free(component);
 		return -1;
 	}
-	atomic_fetch_add(&p->metrics->open_watches, 1);
+	w->counted = !req->hub_own; /* the gauge is the clients' */
+	if (w->counted)
+		atomic_fetch_add(&p->metrics->open_watches, 1);
 	w->g.p = p;
 	w->g.view_rv = view_rv;
 	w->initial_end = ri->send_initial_events_set && ri->send_initial_events;

@@ -40,9 +40,9 @@ int proxy_handle(void *ctx, struct request *req)
 				    NULL);
 	health_wait_first(p->health);
 	bool upgrade = request_header(req, "Upgrade") != NULL;
-	enum remote_outcome out =
-	    upgrade ? upgrade_proxy(p, req)
-		    : remote_proxy(p, req, cache_mode_for(p->agents, req->component, &req->ri));
+	enum cache_mode mode =
+	    p->cloud_mode ? CACHE_NONE : cache_mode_for(p->agents, req->component, &req->ri);
+	enum remote_outcome out = upgrade ? upgrade_proxy(p, req) : remote_proxy(p, req, mode);
 	if (out == REMOTE_ANSWERED)
 		return 0;
 	if (out == REMOTE_CLOSE)
@@ -54,6 +54,10 @@ int proxy_handle(void *ctx, struct request *req)
 	if (upgrade)
 		return reply_status(req, 503, NULL,
 				    "this request needs the cloud, which is unreachable", NULL);
+	if (p->cloud_mode) /* nothing is cached in cloud mode */
+		return reply_status(req, 503, NULL,
+				    "the API server is unreachable (working mode cloud: no cache)",
+				    NULL);
 	return local_answer(p, req);
 }
 

@@ -23,14 +23,17 @@
 #include "storage/store.h"
 
 struct outbox;
+struct cluster;
 
 struct proxy {
 	struct upstream *up;
 	struct health *health;
 	struct cache_manager *cache;
 	struct store *store;
-	const struct cache_agents *agents;
-	struct outbox *outbox; /* offline Events, sent when the cloud is back */
+	struct cache_agents *agents;
+	struct outbox *outbox;	 /* offline Events, sent when the cloud is back */
+	struct cluster *cluster; /* the response filters' view; NULL: no filtering */
+	bool cloud_mode;	 /* --working-mode=cloud: no cache, no offline answers */
 	struct metrics *metrics;
 	int min_request_timeout; /* seconds: --min-request-timeout */
 	atomic_bool stopping;	 /* shutting down: long requests end */

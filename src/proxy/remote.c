@@ -17,6 +17,8 @@
 #include <time.h>
 
 #include "cache/manager.h"
+#include "cluster/cluster.h"
+#include "filter/rewrite.h"
 #include "http/limits.h"
 #include "http/response.h"
 #include "kube/framing.h"
@@ -58,6 +60,9 @@ struct remote {
 	struct buf pending;
 	size_t pending_off;
 	struct cache_tee *tee;
+	filter_mask filters; /* chosen for the request (cluster/cluster.h) */
+	struct rewrite *rw;  /* the body filtered on its way, see start_filtering() */
+	bool rw_gunzips;     /* ... from gzip: the client gets it plain */
 
 	int client_fd;
 	struct timespec deadline; /* tv_sec 0: none */
@@ -146,6 +151,17 @@ static void track_framing(struct remote *r, const char *data, size_t len)
 	framing_feed(&r->framing, data, len);
 }
 
+/* Bytes for the client (and the cache, which stores what the client got). */
+static int pass_on(void *p, const char *data, size_t len)
+{
+	struct remote *r = p;
+	if (buf_append(&r->pending, data, len) < 0)
+		return -1;
+	cache_tee_feed(r->tee, data, len);
+	track_framing(r, data, len);
+	return 0;
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *p)
 {
 	struct remote *r = p;
@@ -154,10 +170,12 @@ static size_t on_body(char *data, size_t size, size_t n, void *p)
 		r->paused = true;
 		return CURL_WRITEFUNC_PAUSE; /* the client is slower: let TCP push back */
 	}
-	if (buf_append(&r->pending, data, len) < 0)
-		return 0;
-	cache_tee_feed(r->tee, data, len);
-	track_framing(r, data, len);
+	if (r->rw ? rewrite_feed(r->rw, data, len) < 0 : pass_on(r, data, len) < 0) {
+		if (r->rw)
+			log_warn("proxy: %s: the answer cannot be filtered: %s", r->b->url,
+				 rewrite_error(r->rw));
+		return 0; /* curl ends the transfer: the client's answer is cut */
+	}
 	atomic_fetch_add(&r->p->metrics->proxied_bytes, len);
 	return len;
 }
@@ -187,15 +205,29 @@ static bool client_gone(struct remote *r)
 	return false;
 }
 
+/* The filtered body's end: what the rewriter still holds goes out (a
+ * single object goes out only now).  A body that was not whole or not what
+ * it should be breaks off the client's answer instead. */
+static CURLcode finish_filtering(struct remote *r, CURLcode result)
+{
+	if (!r->rw || result != CURLE_OK)
+		return result;
+	if (rewrite_finish(r->rw) == 0)
+		return CURLE_OK;
+	log_warn("proxy: %s: the answer cannot be filtered: %s", r->b->url, rewrite_error(r->rw));
+	return CURLE_WRITE_ERROR;
+}
+
 static void finish(struct remote *r, CURLcode result)
 {
 	if (r->done)
 		return;
 	r->done = true;
-	r->result = result;
+	r->result = finish_filtering(r, result);
 	/* The cache hears the end before the client gets the last bytes, so that
-	 * a paginated list's next page finds its session parked. */
-	cache_tee_end(r->tee, result == CURLE_OK);
+	 * a paginated list's next page finds its session parked.  An object a
+	 * filter dropped is not stored: the client never got it. */
+	cache_tee_end(r->tee, r->result == CURLE_OK && !(r->rw && rewrite_dropped(r->rw)));
 	r->tee = NULL;
 }
 
@@ -288,6 +320,13 @@ static void remote_free(struct remote *r)
 	upstream_give_back(r->p->up, r->multi, r->easy);
 	if (r->counted_watch)
 		atomic_fetch_sub(&r->p->metrics->open_watches, 1);
+	if (r->rw) {
+		unsigned long changed, dropped;
+		rewrite_counts(r->rw, &changed, &dropped);
+		atomic_fetch_add(&r->p->metrics->filter_changed, changed);
+		atomic_fetch_add(&r->p->metrics->filter_dropped, dropped);
+		rewrite_free(r->rw);
+	}
 	curl_slist_free_all(r->req_headers);
 	clear_headers(r);
 	buf_free(&r->pending);
@@ -365,11 +404,15 @@ static struct reply *make_reply(struct remote *r)
 	}
 	if (r->status == 204 || r->status == 304)
 		size = 0;
+	if (r->rw) /* a list or watch streams; a whole object is all there */
+		size = r->done && r->result == CURLE_OK ? r->pending.len - r->pending_off
+							: REPLY_SIZE_UNKNOWN;
 	struct reply *reply = reply_stream(size, READ_BLOCK, read_body, r, free_body);
 	if (!reply)
 		return NULL;
 	for (size_t i = 0; i < r->nhdrs; i++)
-		if (!hop_by_hop(r->hdrs[i].name))
+		if (!hop_by_hop(r->hdrs[i].name) &&
+		    !(r->rw_gunzips && !strcasecmp(r->hdrs[i].name, "Content-Encoding")))
 			reply_header(reply, r->hdrs[i].name, r->hdrs[i].value);
 	return reply;
 }
@@ -428,10 +471,16 @@ static int setup(struct remote *r, struct request *req, enum cache_mode *mode)
 	struct proxy *p = r->p;
 	const struct request_info *ri = &req->ri;
 	struct header_copy hc = {NULL, false, false, NULL};
-	if (*mode != CACHE_NONE && *mode != CACHE_DISCOVERY) {
+	if ((*mode != CACHE_NONE && *mode != CACHE_DISCOVERY) || r->filters) {
 		hc.accept_override = cache_accept_for(request_header(req, "Accept"));
-		if (!hc.accept_override)
-			*mode = CACHE_NONE; /* the client wants what we cannot read */
+		if (!hc.accept_override) {
+			/* the client wants what we cannot read */
+			if (r->filters)
+				log_v(1, "proxy: %s %s: not filtered: the client takes no JSON",
+				      req->component, req->raw_uri);
+			*mode = CACHE_NONE;
+			r->filters = 0;
+		}
 	}
 	request_each_header(req, copy_header, &hc);
 	if (hc.failed)
@@ -517,7 +566,8 @@ static bool retryable(CURLcode cc, const struct request_info *ri)
 /* One attempt against backend b: REMOTE_ANSWERED with r ready to stream (not
  * queued yet), or the failure (r freed). */
 static enum remote_outcome attempt(struct proxy *p, struct request *req, enum cache_mode *mode,
-				   struct backend *b, struct remote **out, bool *may_retry)
+				   filter_mask filters, struct backend *b, struct remote **out,
+				   bool *may_retry)
 {
 	*out = NULL;
 	*may_retry = false;
@@ -527,6 +577,7 @@ static enum remote_outcome attempt(struct proxy *p, struct request *req, enum ca
 	r->p = p;
 	r->b = b;
 	r->client_fd = -1;
+	r->filters = filters;
 	/* borrowed while attempts last; taken over (not copied) by the one
 	 * that answers, see remote_proxy() */
 	r->body = req->body.data;
@@ -568,14 +619,113 @@ static enum remote_outcome attempt(struct proxy *p, struct request *req, enum ca
 	return outcome;
 }
 
+/* ---- filtering ---- */
+
+static bool is_json(const char *content_type)
+{
+	if (!content_type)
+		return false;
+	size_t n = strcspn(content_type, "; ");
+	/* a Table or partial metadata (";as=...") is not the objects themselves */
+	return n == 16 && !strncasecmp(content_type, "application/json", 16) &&
+	       !strstr(content_type, "as=");
+}
+
+static enum rewrite_shape shape_of(const struct request_info *ri)
+{
+	if (ri->verb == VERB_WATCH)
+		return REWRITE_WATCH;
+	return ri->verb == VERB_LIST ? REWRITE_LIST : REWRITE_OBJECT;
+}
+
+/* Sets r->rw up when the answer is one the filters chosen for the request
+ * can read (2xx JSON, plain or gzip); else it passes as it came.  -1: out
+ * of memory (the answer must not pass unfiltered). */
+static int start_filtering(struct remote *r, const struct request_info *ri)
+{
+	if (!r->filters || r->status < 200 || r->status > 206)
+		return 0;
+	const char *ct = find_header(r, "Content-Type");
+	const char *ce = find_header(r, "Content-Encoding");
+	bool gz = ce && !strcasecmp(ce, "gzip");
+	if (!is_json(ct) || (ce && !gz && strcasecmp(ce, "identity"))) {
+		log_v(1, "proxy: %s: not filtered: the answer is %s%s%s", r->b->url,
+		      ct ? ct : "without a Content-Type", ce ? ", " : "", ce ? ce : "");
+		return 0;
+	}
+	struct filter_target t = {ri->api_group, ri->api_version, ri->resource};
+	r->rw = rewrite_new(shape_of(ri), gz, r->filters, &t, cluster_env_ref(r->p->cluster),
+			    pass_on, r);
+	r->rw_gunzips = gz;
+	return r->rw ? 0 : -1;
+}
+
+/* The bytes that came with the headers, to the cache or through the
+ * filters (which need all of them). */
+static int first_bytes(struct remote *r)
+{
+	if (!have_data(r))
+		return 0;
+	if (!r->rw) {
+		cache_tee_feed(r->tee, r->pending.data + r->pending_off,
+			       r->pending.len - r->pending_off);
+		return 0;
+	}
+	struct buf raw = r->pending;
+	size_t off = r->pending_off;
+	r->pending = (struct buf)BUF_INIT;
+	r->pending_off = 0;
+	int rc = rewrite_feed(r->rw, raw.data + off, raw.len - off);
+	buf_free(&raw);
+	if (rc < 0)
+		log_warn("proxy: %s: the answer cannot be filtered: %s", r->b->url,
+			 rewrite_error(r->rw));
+	return rc;
+}
+
+/* A filtered single object is read whole before it is answered: a filter
+ * may drop it (404, as a list would leave it out).  1 when answered here. */
+static int answer_object(struct remote *r, struct request *req, enum remote_outcome *out)
+{
+	if (!r->rw || shape_of(&req->ri) != REWRITE_OBJECT)
+		return 0;
+	while (!r->done)
+		pump(r, false);
+	if (r->result != CURLE_OK) {
+		*out = REMOTE_BAD_ANSWER;
+		remote_free(r);
+		return 1;
+	}
+	if (!rewrite_dropped(r->rw))
+		return 0;
+	struct buf msg = BUF_INIT, details = BUF_INIT;
+	buf_printf(&msg, "%s \"%s\" not found", req->ri.resource, req->ri.name);
+	buf_append_str(&details, "{\"name\":");
+	buf_append_json_str(&details, req->ri.name, strlen(req->ri.name));
+	buf_append_str(&details, ",\"kind\":");
+	buf_append_json_str(&details, req->ri.resource, strlen(req->ri.resource));
+	buf_append_str(&details, "}");
+	*out = reply_status(req, 404, "NotFound", buf_cstr(&msg), buf_cstr(&details)) == 0
+		   ? REMOTE_ANSWERED
+		   : REMOTE_CLOSE;
+	buf_free(&msg);
+	buf_free(&details);
+	remote_free(r);
+	return 1;
+}
+
 enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cache_mode mode)
 {
 	uint64_t tried = 0;
 	struct remote *r = NULL;
 	enum remote_outcome out = REMOTE_NO_BACKEND;
+	filter_mask filters =
+	    p->cluster ? cluster_filters_for(p->cluster, req->component,
+					     request_info_verb(&req->ri), req->ri.resource)
+		       : 0;
 	for (struct backend *b; (b = upstream_pick(p->up, tried));) {
 		bool may_retry;
-		out = attempt(p, req, &mode, b, &r, &may_retry);
+		out = attempt(p, req, &mode, filters, b, &r, &may_retry);
 		if (out != REMOTE_UNREACHABLE || !may_retry)
 			break;
 		if (b->index < 64)
@@ -588,17 +738,24 @@ enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cach
 	 * owner: r->body stays valid. */
 	r->owned_body = req->body;
 	req->body = (struct buf)BUF_INIT;
-	r->tee = cache_tee_new(p->cache, mode, req->component, &req->ri, (int)r->status,
-			       find_header(r, "Content-Type"), find_header(r, "Content-Encoding"));
-	/* bytes that arrived with the headers */
-	if (r->tee && have_data(r))
-		cache_tee_feed(r->tee, r->pending.data + r->pending_off,
-			       r->pending.len - r->pending_off);
-	if (r->done) {
-		cache_tee_end(r->tee, r->result == CURLE_OK);
-		r->tee = NULL;
+	if (start_filtering(r, &req->ri) < 0) {
+		remote_free(r);
+		return REMOTE_ERROR;
 	}
-	if (req->ri.verb == VERB_WATCH) {
+	r->tee = cache_tee_new(p->cache, mode, req->component, &req->ri, (int)r->status,
+			       find_header(r, "Content-Type"),
+			       r->rw_gunzips ? NULL : find_header(r, "Content-Encoding"));
+	if (first_bytes(r) < 0) {
+		remote_free(r);
+		return REMOTE_BAD_ANSWER;
+	}
+	if (r->done) { /* it ended with the headers: the filters' end, the cache's */
+		r->done = false;
+		finish(r, r->result);
+	}
+	if (answer_object(r, req, &out))
+		return out;
+	if (req->ri.verb == VERB_WATCH && !req->hub_own) {
 		r->counted_watch = true;
 		atomic_fetch_add(&p->metrics->open_watches, 1);
 	}

@@ -74,7 +74,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	if (!req)
 		return;
 	if (dc->kind != PORT_HUB) {
-		atomic_fetch_sub(&dc->routes->metrics->in_flight, 1);
+		if (!(req->started && req->hub_own))
+			atomic_fetch_sub(&dc->routes->metrics->in_flight, 1);
 		if (req->started)
 			count_finished(dc->routes->metrics, req);
 	}
@@ -158,6 +159,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!req->started) { /* the body, if any, comes in the next calls */
 		if (request_begin(req, method) < 0)
 			return MHD_NO;
+		if (req->hub_own && dc->kind != PORT_HUB) /* the gauges are the clients' */
+			atomic_fetch_sub(&dc->routes->metrics->in_flight, 1);
 		int rc = refuse_early(dc, req);
 		return rc == 1 ? MHD_YES : result(rc);
 	}

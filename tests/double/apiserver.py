@@ -1495,6 +1495,7 @@ class HostileLog:
         self.cond = cond
         self.armed = []               # dicts: mode, path, count (0: until disarmed), params
         self.served = []              # dicts: mode, path, bytes, sha256, outcome, seconds
+        self.total = 0                # records ever served (served keeps the last 100)
         self.active = 0
 
     def arm(self, q):
@@ -1527,12 +1528,13 @@ class HostileLog:
         with self.cond:
             self.active -= 1
             self.served.append(record)
+            self.total += 1
             del self.served[:-100]
 
     def state(self):
         with self.cond:
             return {"armed": [dict(s) for s in self.armed], "served": list(self.served),
-                    "active": self.active}
+                    "total": self.total, "active": self.active}
 
 
 class HostileAnswer:

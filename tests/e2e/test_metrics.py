@@ -401,8 +401,15 @@ def test_overflow_of_components(t, double, hub):
     promtool_check(t, "past the bound of request rows", text)
 
 
-# what test_cached_objects lists, and as whom (both cached components)
-CACHED_LISTS = [(KUBELET, p) for p in LISTS] + [(KUBE_PROXY, "/api/v1/services")]
+# what test_cached_objects lists, and as whom (cached components); the hub's
+# own informers (docs/filters.md) read, as yurthub, what its filters need: the
+# same lists here add nothing to what they hold
+YURTHUB = "yurthub/0.1.0"
+CACHED_LISTS = [(KUBELET, p) for p in LISTS] + [(KUBE_PROXY, "/api/v1/services")] + [
+    (YURTHUB, "/api/v1/services"), (YURTHUB, "/api/v1/nodes?fieldSelector=metadata.name%3Dnode1"),
+    (YURTHUB, "/api/v1/namespaces/kube-system/configmaps?labelSelector="
+     "openyurt.io%2Fconfigmap-name%3Dyurt-hub-cfg"),
+    (YURTHUB, "/apis/apps.openyurt.io/v1beta2/nodepools")]
 
 
 def test_cached_objects(t, double, hub):
@@ -417,7 +424,7 @@ def test_cached_objects(t, double, hub):
         t.check("cached list %s by %s: 200" % (path, agent.split("/")[0]), st == 200,
                 body[:200])
         component = agent.split("/")[0]
-        resource = path.rstrip("/").rsplit("/", 1)[1]
+        resource = path.split("?")[0].rstrip("/").rsplit("/", 1)[1]
         for item in json.loads(body).get("items") or []:
             md = item["metadata"]
             held.add((component, resource, md.get("namespace", ""), md["name"]))

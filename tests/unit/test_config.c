@@ -453,21 +453,95 @@ static void test_error_then_free_does_not_leak(void **state)
 	assert_int_equal(c.ignored.n, 0);
 }
 
+/* ---- the filters' and working mode's flags ---- */
+
+static void test_filter_flags(void **state)
+{
+	struct config c;
+	const char *const none[] = {REQ};
+	parse_ok(&c, ARGC(none), none);
+	char *err = NULL;
+	assert_int_equal(config_validate(&c, &err), 0);
+	assert_true(c.enable_resource_filter);
+	assert_true(c.enable_node_pool);
+	assert_false(c.enable_pool_service_topology);
+	assert_true(c.enable_dummy_if);
+	assert_string_equal(c.dummy_if_ip, "169.254.2.1");
+	assert_string_equal(c.namespace, "kube-system");
+	assert_string_equal(c.nodepool_name, "");
+	assert_int_equal(c.working_mode, MODE_EDGE);
+	assert_int_equal(c.ignored.n, 0);
+	config_free(&c);
+
+	const char *const set[] = {REQ,
+				   "--working-mode=cloud",
+				   "--enable-resource-filter=false",
+				   "--disabled-resource-filters= servicetopology ,*",
+				   "--nodepool-name=pool-a",
+				   "--enable-node-pool=false",
+				   "--enable-pool-service-topology",
+				   "--namespace=openyurt",
+				   "--enable-dummy-if=false",
+				   "--dummy-if-ip=169.254.9.9"};
+	parse_ok(&c, ARGC(set), set);
+	assert_int_equal(config_validate(&c, &err), 0);
+	assert_int_equal(c.working_mode, MODE_CLOUD);
+	assert_false(c.enable_resource_filter);
+	assert_int_equal(c.disabled_resource_filters.n, 2);
+	assert_string_equal(c.disabled_resource_filters.v[0], "servicetopology");
+	assert_string_equal(c.nodepool_name, "pool-a");
+	assert_false(c.enable_node_pool);
+	assert_true(c.enable_pool_service_topology);
+	assert_string_equal(c.namespace, "openyurt");
+	assert_false(c.enable_dummy_if);
+	assert_string_equal(c.dummy_if_ip, "169.254.9.9");
+	assert_int_equal(c.ignored.n, 0);
+	config_free(&c);
+
+	/* IPv6 bind address: the IPv6 default */
+	const char *const v6[] = {REQ, "--bind-address=::1"};
+	parse_ok(&c, ARGC(v6), v6);
+	assert_int_equal(config_validate(&c, &err), 0);
+	assert_string_equal(c.dummy_if_ip, "fd00::2:1");
+	config_free(&c);
+}
+
+static void refused(const char *flag, const char *want)
+{
+	const char *const argv[] = {REQ, flag};
+	validate_fails(ARGC(argv), argv, want);
+}
+
+static void test_filter_flags_refused(void **state)
+{
+	refused("--working-mode=local", "local mode");
+	refused("--working-mode=Edge", "want edge or cloud");
+	refused("--disabled-resource-filters=masterservice,nosuch",
+		"--disabled-resource-filters: unknown filter \"nosuch\"");
+	refused("--dummy-if-ip=10.0.0.1", "--dummy-if-ip");
+	refused("--dummy-if-ip=169.254.31.7", "--dummy-if-ip");
+	refused("--dummy-if-ip=169.254.1.1", "--dummy-if-ip");
+	refused("--dummy-if-ip=169.254.2", "--dummy-if-ip");
+	refused("--namespace=", "--namespace");
+	const char *const bad[] = {"--enable-resource-filter=maybe"};
+	parse_fails(1, bad, "--enable-resource-filter", NULL);
+}
+
 /* ---- ignored YurtHub flags ---- */
 
 static void test_ignored_flags(void **state)
 {
 	struct config c;
-	const char *const argv[] = {"--working-mode=edge",     "--bootstrap-file=/x",
-				    "--enable-dummy-if=false", REQ,
-				    "--nodepool-name",	       "pool-a",
+	const char *const argv[] = {"--profiling=true",	    "--bootstrap-file=/x",
+				    "--dummy-if-name=hub0", REQ,
+				    "--gc-frequency",	    "120",
 				    "--enable-iptables"};
 	parse_ok(&c, ARGC(argv), argv);
 	assert_int_equal(c.ignored.n, 5);
-	assert_string_equal(c.ignored.v[0], "working-mode");
+	assert_string_equal(c.ignored.v[0], "profiling");
 	assert_string_equal(c.ignored.v[1], "bootstrap-file");
-	assert_string_equal(c.ignored.v[2], "enable-dummy-if");
-	assert_string_equal(c.ignored.v[3], "nodepool-name");
+	assert_string_equal(c.ignored.v[2], "dummy-if-name");
+	assert_string_equal(c.ignored.v[3], "gc-frequency");
 	assert_string_equal(c.ignored.v[4], "enable-iptables");
 	/* Their values went nowhere; the real flags still landed. */
 	assert_string_equal(c.node_name, "node1");
@@ -778,11 +852,8 @@ static void test_help_does_not_document_ignored_flags(void **state)
 {
 	char *help = help_text();
 	static const char *const ignored[] = {
-	    "working-mode",    "bootstrap-file",
-	    "enable-dummy-if", "nodepool-name",
-	    "join-token",      "enable-iptables",
-	    "profiling",       "node-ip",
-	    "gc-frequency",    "kubelet-health-grace-period",
+	    "dummy-if-name", "bootstrap-file", "join-token",   "enable-iptables",
+	    "profiling",     "node-ip",	       "gc-frequency", "kubelet-health-grace-period",
 	};
 	for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
 		char name[64];
@@ -818,7 +889,8 @@ static void test_help_flags_all_parse(void **state)
 		if (!eol || strncmp(eol + 1, "      ", 6) != 0)
 			continue;
 		char name[128], type[32] = "";
-		if (sscanf(p + 5, "%127[a-z0-9-] %31[a-z]", name, type) < 1)
+		/* the type is on the flag's own line (a boolean has none) */
+		if (sscanf(p + 5, "%127[a-z0-9-]%*[ ]%31[a-z]", name, type) < 1)
 			continue;
 		const char *value = "x";
 		if (!strcmp(type, "int"))
@@ -857,7 +929,7 @@ static void test_man_options(void **state)
 	config_print_man_options(out);
 	assert_int_equal(fclose(out), 0);
 	int has_tp = strstr(text, ".TP\n") != NULL;
-	int has_ignored = strstr(text, "working") != NULL;
+	int has_ignored = strstr(text, "bootstrap") != NULL;
 	/* roff: every '-' of an option name is written \- (man-pages(7)), as
 	 * the help text already is, so that the page shows ASCII hyphens. */
 	int server_addr = strstr(text, ".BR \\-\\-server\\-addr ") != NULL;
@@ -873,6 +945,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_filter_flags),
+	    cmocka_unit_test(test_filter_flags_refused),
 	    cmocka_unit_test(test_empty_argv),
 	    cmocka_unit_test(test_equals_and_separate_forms),
 	    cmocka_unit_test(test_last_value_wins),

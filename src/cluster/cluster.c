@@ -1,0 +1,753 @@
+/*
+ * cluster.c - the filters' view of the cluster, see cluster.h.
+ *
+ * One informer per kind of object, each feeding a small index: Services
+ * with a topologyKeys annotation (the others are not kept), this node's
+ * pool label, the NodePools' and NodeBuckets' node lists, the configmap.
+ * Each index is rebuilt by a full list in place: entries are stamped with
+ * the list's generation, and what a complete list did not stamp is gone.
+ * The pool's node list the filters read is computed again whenever one of
+ * its inputs changes, so that a filter never walks the indexes.
+ */
+#include "cluster/cluster.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "informer/informer.h"
+#include "util/buf.h"
+#include "util/log.h"
+#include "util/strmap.h"
+
+#define CONFIGMAP_NAME	    "yurt-hub-cfg"
+#define NODEPOOL_LABEL	    "apps.openyurt.io/nodepool"
+#define BUCKET_POOL_LABEL   "openyurt.io/pool-name"
+#define TOPOLOGY_ANNOTATION "openyurt.io/topologyKeys"
+
+enum source { SRC_CONFIGMAP, SRC_SERVICES, SRC_NODE, SRC_NODEPOOLS, SRC_NODEBUCKETS, SRC_COUNT };
+
+/* Sorted, distinct node names. */
+struct names {
+	char **v;
+	size_t n;
+};
+
+/* A NodeBucket: the pool it is of, its nodes. */
+struct bucket {
+	char *pool;
+	struct names nodes;
+};
+
+struct cluster {
+	/* settings, copied */
+	char *proxy_url, *user_agent, *node_name, *pool_flag, *namespace, *hub_host, *hub_port;
+	bool enable_node_pool, pool_service_topology, filters_on, cloud_mode;
+	char **disabled;
+	size_t ndisabled;
+	void (*on_cache_agents)(void *ctx, const char *const *names, size_t n);
+	void *ctx;
+
+	pthread_rwlock_t lock; /* everything below */
+	struct filter_config cfg;
+	struct filter_env env;
+	struct filter_env_ref ref;
+	char *pool_label;	 /* the node's apps.openyurt.io/nodepool */
+	uint64_t node_gen;	 /* generation the node was last seen in */
+	struct strmap topology;	 /* "ns/name" -> topologyKeys (malloc'ed) */
+	struct strmap pools;	 /* NodePool -> struct names * */
+	struct strmap buckets;	 /* NodeBucket -> struct bucket * */
+	struct names pool_nodes; /* what env.pool_nodes shows */
+	uint64_t gen[SRC_COUNT]; /* the list each source is in */
+	char *cache_agents;	 /* the configmap's value last reported */
+	uint64_t configmap_gen;	 /* the list yurt-hub-cfg was last seen in */
+
+	struct informer *inf[SRC_COUNT];
+};
+
+/* ---- small helpers ---- */
+
+static void names_free(struct names *n)
+{
+	for (size_t i = 0; i < n->n; i++)
+		free(n->v[i]);
+	free(n->v);
+	n->v = NULL;
+	n->n = 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts and removes duplicates. */
+static void names_settle(struct names *n)
+{
+	if (!n->n)
+		return;
+	qsort(n->v, n->n, sizeof *n->v, cmp_str);
+	size_t out = 1;
+	for (size_t i = 1; i < n->n; i++) {
+		if (strcmp(n->v[i], n->v[out - 1]))
+			n->v[out++] = n->v[i];
+		else
+			free(n->v[i]);
+	}
+	n->n = out;
+}
+
+static int names_add(struct names *n, const char *s)
+{
+	char **v = realloc(n->v, (n->n + 1) * sizeof *v);
+	if (!v)
+		return -1;
+	n->v = v;
+	if (!(v[n->n] = strdup(s)))
+		return -1;
+	n->n++;
+	return 0;
+}
+
+/* The strings of a JSON array, or of one field of each object in it. */
+static int names_from_array(struct names *n, json_t *arr, const char *field)
+{
+	size_t i;
+	json_t *el;
+	json_array_foreach(arr, i, el)
+	{
+		const char *s = json_string_value(field ? json_object_get(el, field) : el);
+		if (s && names_add(n, s) < 0)
+			return -1;
+	}
+	names_settle(n);
+	return 0;
+}
+
+static const char *label_of(json_t *obj, const char *key)
+{
+	json_t *meta = json_object_get(obj, "metadata");
+	return json_string_value(json_object_get(json_object_get(meta, "labels"), key));
+}
+
+static json_t *parse(const struct stream_object *o)
+{
+	json_error_t err;
+	json_t *obj = json_loadb(o->data, o->len, 0, &err);
+	if (!obj || !json_is_object(obj)) {
+		log_v(1, "cluster: %s/%s does not parse: %s", o->namespace, o->name,
+		      obj ? "not an object" : err.text);
+		json_decref(obj);
+		return NULL;
+	}
+	return obj;
+}
+
+/* Entries of m that the list of generation gen did not stamp. */
+static void sweep(struct strmap *m, uint64_t gen, void (*free_value)(void *))
+{
+	struct names stale = {NULL, 0};
+	struct strmap_entry *e;
+	for (size_t it = 0; (e = strmap_next(m, &it));)
+		if (e->num < gen && names_add(&stale, e->key) < 0)
+			break; /* out of memory: the rest goes with the next list */
+	for (size_t i = 0; i < stale.n; i++)
+		free_value(strmap_del(m, stale.v[i]));
+	names_free(&stale);
+}
+
+static void put_stamped(struct strmap *m, const char *key, void *value, uint64_t gen,
+			void (*free_value)(void *))
+{
+	struct strmap_entry *e = strmap_get(m, key);
+	if (e) {
+		free_value(e->value);
+		e->value = value;
+	} else if (!(e = strmap_put(m, key, value))) {
+		free_value(value);
+		return;
+	}
+	e->num = gen;
+}
+
+static void free_names_value(void *v)
+{
+	if (v)
+		names_free(v);
+	free(v);
+}
+
+static void free_bucket(void *v)
+{
+	struct bucket *b = v;
+	if (!b)
+		return;
+	free(b->pool);
+	names_free(&b->nodes);
+	free(b);
+}
+
+/* ---- the environment the filters read ---- */
+
+static const char *topology_keys(const struct filter_env *env, const char *ns, const char *name)
+{
+	struct cluster *c = env->topology_ctx;
+	char key[512];
+	int n = snprintf(key, sizeof key, "%s/%s", ns, name);
+	if (n < 0 || (size_t)n >= sizeof key)
+		return NULL; /* no Kubernetes name is that long */
+	struct strmap_entry *e = strmap_get(&c->topology, key);
+	return e ? e->value : NULL;
+}
+
+static const char *current_pool(const struct cluster *c)
+{
+	if (*c->pool_flag)
+		return c->pool_flag;
+	return c->pool_label ? c->pool_label : "";
+}
+
+/* The pool's nodes from the NodePool found by name, or from the pool's
+ * NodeBuckets; unknown (NULL) until they are found. */
+static void recompute_pool(struct cluster *c)
+{
+	names_free(&c->pool_nodes);
+	const char *pool = current_pool(c);
+	c->env.pool_name = pool;
+	c->env.pool_nodes = NULL;
+	c->env.npool_nodes = 0;
+	if (!*pool || !c->env.pool_topology)
+		return;
+	bool found = false;
+	if (c->pool_service_topology) {
+		struct strmap_entry *e;
+		for (size_t it = 0; (e = strmap_next(&c->buckets, &it));) {
+			struct bucket *b = e->value;
+			if (strcmp(b->pool, pool))
+				continue;
+			found = true;
+			for (size_t i = 0; i < b->nodes.n; i++)
+				if (names_add(&c->pool_nodes, b->nodes.v[i]) < 0)
+					found = false;
+		}
+		names_settle(&c->pool_nodes);
+	} else {
+		struct strmap_entry *e = strmap_get(&c->pools, pool);
+		struct names *n = e ? e->value : NULL;
+		found = n != NULL;
+		for (size_t i = 0; found && i < n->n; i++)
+			if (names_add(&c->pool_nodes, n->v[i]) < 0)
+				found = false;
+	}
+	if (!found) {
+		names_free(&c->pool_nodes);
+		return;
+	}
+	c->env.pool_nodes = (const char *const *)c->pool_nodes.v;
+	c->env.npool_nodes = c->pool_nodes.n;
+	/* a pool without nodes has an empty, known list */
+	static const char *const no_nodes[1] = {NULL};
+	if (!c->env.pool_nodes)
+		c->env.pool_nodes = no_nodes;
+}
+
+static const struct filter_env *env_hold(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_rdlock(&c->lock);
+	return &c->env;
+}
+
+static void env_release(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* ---- Services: their topologyKeys ---- */
+
+static void services_begin(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	c->gen[SRC_SERVICES]++;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void services_object(void *ctx, enum informer_event ev, const struct stream_object *o)
+{
+	struct cluster *c = ctx;
+	char key[512];
+	int n = snprintf(key, sizeof key, "%s/%s", o->namespace, o->name);
+	if (n < 0 || (size_t)n >= sizeof key)
+		return;
+	char *keys = NULL;
+	if (ev == INFORMER_UPSERT) {
+		json_t *obj = parse(o);
+		json_t *ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+		const char *v = json_string_value(json_object_get(ann, TOPOLOGY_ANNOTATION));
+		keys = v ? strdup(v) : NULL;
+		json_decref(obj);
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	if (keys)
+		put_stamped(&c->topology, key, keys, c->gen[SRC_SERVICES], free);
+	else
+		free(strmap_del(&c->topology, key));
+	c->env.no_topology = c->topology.len == 0;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void services_end(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	sweep(&c->topology, c->gen[SRC_SERVICES], free);
+	c->env.no_topology = c->topology.len == 0;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* ---- this node: its pool label ---- */
+
+static void node_begin(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	c->gen[SRC_NODE]++;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void set_pool_label(struct cluster *c, const char *label)
+{
+	if (!label && !c->pool_label)
+		return;
+	if (label && c->pool_label && !strcmp(label, c->pool_label))
+		return;
+	free(c->pool_label);
+	c->pool_label = label ? strdup(label) : NULL;
+	log_info("cluster: node %s is in pool \"%s\"", c->node_name, current_pool(c));
+	recompute_pool(c);
+}
+
+static void node_object(void *ctx, enum informer_event ev, const struct stream_object *o)
+{
+	struct cluster *c = ctx;
+	if (strcmp(o->name, c->node_name))
+		return;
+	json_t *obj = ev == INFORMER_UPSERT ? parse(o) : NULL;
+	pthread_rwlock_wrlock(&c->lock);
+	if (ev == INFORMER_UPSERT) {
+		c->node_gen = c->gen[SRC_NODE];
+		if (obj)
+			set_pool_label(c, label_of(obj, NODEPOOL_LABEL));
+	} else {
+		set_pool_label(c, NULL);
+	}
+	pthread_rwlock_unlock(&c->lock);
+	json_decref(obj);
+}
+
+static void node_end(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	if (c->node_gen < c->gen[SRC_NODE])
+		set_pool_label(c, NULL);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* ---- NodePools: status.nodes ---- */
+
+static void pools_begin(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	c->gen[SRC_NODEPOOLS]++;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void pools_object(void *ctx, enum informer_event ev, const struct stream_object *o)
+{
+	struct cluster *c = ctx;
+	struct names *n = NULL;
+	if (ev == INFORMER_UPSERT) {
+		json_t *obj = parse(o);
+		if (!obj)
+			return;
+		n = calloc(1, sizeof *n);
+		json_t *nodes = json_object_get(json_object_get(obj, "status"), "nodes");
+		if (n && names_from_array(n, nodes, NULL) < 0) {
+			free_names_value(n);
+			n = NULL;
+		}
+		json_decref(obj);
+		if (!n)
+			return;
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	if (n)
+		put_stamped(&c->pools, o->name, n, c->gen[SRC_NODEPOOLS], free_names_value);
+	else
+		free_names_value(strmap_del(&c->pools, o->name));
+	recompute_pool(c);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void pools_end(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	sweep(&c->pools, c->gen[SRC_NODEPOOLS], free_names_value);
+	recompute_pool(c);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* ---- NodeBuckets: nodes[].name, by their pool label ---- */
+
+static void buckets_begin(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	c->gen[SRC_NODEBUCKETS]++;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void buckets_object(void *ctx, enum informer_event ev, const struct stream_object *o)
+{
+	struct cluster *c = ctx;
+	struct bucket *b = NULL;
+	if (ev == INFORMER_UPSERT) {
+		json_t *obj = parse(o);
+		const char *pool = obj ? label_of(obj, BUCKET_POOL_LABEL) : NULL;
+		if (pool && (b = calloc(1, sizeof *b)) &&
+		    (!(b->pool = strdup(pool)) ||
+		     names_from_array(&b->nodes, json_object_get(obj, "nodes"), "name") < 0)) {
+			free_bucket(b);
+			b = NULL;
+		}
+		json_decref(obj);
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	if (b)
+		put_stamped(&c->buckets, o->name, b, c->gen[SRC_NODEBUCKETS], free_bucket);
+	else
+		free_bucket(strmap_del(&c->buckets, o->name));
+	recompute_pool(c);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+static void buckets_end(void *ctx)
+{
+	struct cluster *c = ctx;
+	pthread_rwlock_wrlock(&c->lock);
+	sweep(&c->buckets, c->gen[SRC_NODEBUCKETS], free_bucket);
+	recompute_pool(c);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+/* ---- the configmap: filter components, cache agents ---- */
+
+/* Reports cache_agents when it changed; value NULL: none. */
+static void report_cache_agents(struct cluster *c, const char *value)
+{
+	if (!value && !c->cache_agents)
+		return;
+	if (value && c->cache_agents && !strcmp(value, c->cache_agents))
+		return;
+	free(c->cache_agents);
+	c->cache_agents = value ? strdup(value) : NULL;
+	struct names n = {NULL, 0};
+	if (value) {
+		char *copy = strdup(value), *save = NULL;
+		for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok;
+		     tok = strtok_r(NULL, ",", &save)) {
+			while (*tok == ' ' || *tok == '\t')
+				tok++;
+			size_t len = strlen(tok);
+			while (len && (tok[len - 1] == ' ' || tok[len - 1] == '\t'))
+				tok[--len] = '\0';
+			if (len)
+				names_add(&n, tok);
+		}
+		free(copy);
+	}
+	log_info("cluster: cache agents from %s: %s", CONFIGMAP_NAME, value ? value : "(none)");
+	if (c->on_cache_agents)
+		c->on_cache_agents(c->ctx, (const char *const *)n.v, n.n);
+	names_free(&n);
+}
+
+/* The configuration with data's filter keys (data NULL: the defaults). */
+static int apply_configmap(struct cluster *c, json_t *data)
+{
+	struct filter_config cfg;
+	if (filter_config_init(&cfg, c->filters_on, (const char *const *)c->disabled, c->ndisabled,
+			       c->cloud_mode) < 0)
+		return -1;
+	size_t n = json_object_size(data), i = 0;
+	const char **keys = calloc(n + 1, sizeof *keys), **values = calloc(n + 1, sizeof *values);
+	const char *k;
+	json_t *v;
+	json_object_foreach(data, k, v)
+	{
+		if (keys && values && json_is_string(v)) {
+			keys[i] = k;
+			values[i++] = json_string_value(v);
+		}
+	}
+	int rc = keys && values ? filter_config_set_extras(&cfg, keys, values, i) : -1;
+	free(keys);
+	free(values);
+	if (rc < 0) {
+		filter_config_free(&cfg);
+		return -1;
+	}
+	pthread_rwlock_wrlock(&c->lock);
+	filter_config_free(&c->cfg);
+	c->cfg = cfg;
+	pthread_rwlock_unlock(&c->lock);
+	return 0;
+}
+
+static void configmap_begin(void *ctx)
+{
+	struct cluster *c = ctx;
+	c->gen[SRC_CONFIGMAP]++; /* this and configmap_gen: its informer's thread only */
+}
+
+static void configmap_apply(struct cluster *c, json_t *obj)
+{
+	json_t *data = json_object_get(obj, "data");
+	/* cache agents first: a component filtered anew is cached from its
+	 * first filtered answer on */
+	report_cache_agents(c, json_string_value(json_object_get(data, "cache_agents")));
+	if (apply_configmap(c, data) < 0)
+		log_error("cluster: out of memory applying %s", CONFIGMAP_NAME);
+	else
+		log_v(1, "cluster: %s %s", CONFIGMAP_NAME, obj ? "applied" : "gone: defaults");
+}
+
+static void configmap_object(void *ctx, enum informer_event ev, const struct stream_object *o)
+{
+	struct cluster *c = ctx;
+	if (strcmp(o->name, CONFIGMAP_NAME) || strcmp(o->namespace, c->namespace))
+		return;
+	json_t *obj = ev == INFORMER_UPSERT ? parse(o) : NULL;
+	if (obj)
+		c->configmap_gen = c->gen[SRC_CONFIGMAP];
+	configmap_apply(c, obj);
+	json_decref(obj);
+}
+
+static void configmap_end(void *ctx)
+{
+	struct cluster *c = ctx;
+	if (c->configmap_gen < c->gen[SRC_CONFIGMAP])
+		configmap_apply(c, NULL); /* deleted while the hub did not watch */
+}
+
+/* ---- starting and stopping ---- */
+
+static void nothing(void *ctx)
+{
+	(void)ctx;
+}
+
+struct source_def {
+	const char *path;
+	void (*begin)(void *);
+	void (*object)(void *, enum informer_event, const struct stream_object *);
+	void (*end)(void *);
+};
+
+static const struct source_def sources[SRC_COUNT] = {
+    [SRC_CONFIGMAP] = {NULL, configmap_begin, configmap_object, configmap_end},
+    [SRC_SERVICES] = {"/api/v1/services", services_begin, services_object, services_end},
+    [SRC_NODE] = {"/api/v1/nodes", node_begin, node_object, node_end},
+    [SRC_NODEPOOLS] = {"/apis/apps.openyurt.io/v1beta2/nodepools", pools_begin, pools_object,
+		       pools_end},
+    [SRC_NODEBUCKETS] = {"/apis/apps.openyurt.io/v1alpha1/nodebuckets", buckets_begin,
+			 buckets_object, buckets_end},
+};
+
+/* Which informers the settings need. */
+static bool needs(const struct cluster *c, enum source s)
+{
+	bool topology = c->cfg.enabled & FILTER_BIT(FILTER_SERVICETOPOLOGY);
+	bool isolation = c->cfg.enabled & FILTER_BIT(FILTER_NODEPORTISOLATION);
+	switch (s) {
+	case SRC_CONFIGMAP:
+		return true;
+	case SRC_SERVICES:
+		return topology;
+	case SRC_NODE:
+		return !*c->pool_flag && (topology || isolation);
+	case SRC_NODEPOOLS:
+		return topology && c->enable_node_pool && !c->pool_service_topology;
+	case SRC_NODEBUCKETS:
+		return topology && c->pool_service_topology;
+	default:
+		return false;
+	}
+}
+
+static int start_source(struct cluster *c, enum source s)
+{
+	const struct source_def *d = &sources[s];
+	struct buf path = BUF_INIT, query = BUF_INIT;
+	int rc = 0;
+	if (s == SRC_CONFIGMAP) {
+		rc = buf_printf(&path, "/api/v1/namespaces/%s/configmaps", c->namespace);
+		rc = rc ? rc
+			: buf_append_str(
+			      &query,
+			      "labelSelector=openyurt.io%2Fconfigmap-name%3D" CONFIGMAP_NAME);
+	} else {
+		rc = buf_append_str(&path, d->path);
+		if (!rc && s == SRC_NODE)
+			rc = buf_printf(&query, "fieldSelector=metadata.name%%3D%s", c->node_name);
+	}
+	struct informer_spec spec = {
+	    path.data, query.len ? query.data : NULL, d->begin, d->object, d->end, nothing, c};
+	if (!rc && !(c->inf[s] = informer_start(c->proxy_url, c->user_agent, &spec)))
+		rc = -1;
+	buf_free(&path);
+	buf_free(&query);
+	return rc;
+}
+
+static char *dup0(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static int copy_settings(struct cluster *c, const struct cluster_settings *s)
+{
+	c->proxy_url = s->proxy_url ? strdup(s->proxy_url) : NULL;
+	c->user_agent = dup0(s->user_agent);
+	c->node_name = dup0(s->node_name);
+	c->pool_flag = dup0(s->pool_name);
+	c->namespace = dup0(s->namespace);
+	c->hub_host = dup0(s->hub_host);
+	c->hub_port = dup0(s->hub_port);
+	c->enable_node_pool = s->enable_node_pool;
+	c->pool_service_topology = s->pool_service_topology;
+	c->filters_on = s->filters_on;
+	c->cloud_mode = s->cloud_mode;
+	c->on_cache_agents = s->on_cache_agents;
+	c->ctx = s->ctx;
+	if ((s->proxy_url && !c->proxy_url) || !c->user_agent || !c->node_name || !c->pool_flag ||
+	    !c->namespace || !c->hub_host || !c->hub_port)
+		return -1;
+	if (s->ndisabled && !(c->disabled = calloc(s->ndisabled, sizeof *c->disabled)))
+		return -1;
+	for (; c->ndisabled < s->ndisabled; c->ndisabled++)
+		if (!(c->disabled[c->ndisabled] = strdup(s->disabled[c->ndisabled])))
+			return -1;
+	return 0;
+}
+
+static void init_env(struct cluster *c)
+{
+	struct filter_env *e = &c->env;
+	e->node_name = c->node_name;
+	e->hub_host = c->hub_host;
+	e->hub_port = c->hub_port;
+	e->hub_ipv6 = strchr(c->hub_host, ':') != NULL;
+	e->pool_topology = c->enable_node_pool || c->pool_service_topology;
+	e->topology_keys = topology_keys;
+	e->topology_ctx = c;
+	e->no_topology = true;
+	c->ref = (struct filter_env_ref){env_hold, env_release, c};
+	recompute_pool(c);
+}
+
+struct cluster *cluster_new(const struct cluster_settings *s)
+{
+	struct cluster *c = calloc(1, sizeof *c);
+	if (!c)
+		return NULL;
+	if (pthread_rwlock_init(&c->lock, NULL) != 0) {
+		free(c);
+		return NULL;
+	}
+	if (copy_settings(c, s) < 0 ||
+	    filter_config_init(&c->cfg, c->filters_on, (const char *const *)c->disabled,
+			       c->ndisabled, c->cloud_mode) < 0) {
+		cluster_free(c);
+		return NULL;
+	}
+	init_env(c);
+	return c;
+}
+
+int cluster_run(struct cluster *c)
+{
+	if (!c->proxy_url) {
+		log_warn("cluster: the proxy port is off: the filters know nothing of the cluster");
+		return 0;
+	}
+	for (enum source src = 0; src < SRC_COUNT; src++)
+		if (needs(c, src) && start_source(c, src) < 0)
+			return -1;
+	return 0;
+}
+
+void cluster_free(struct cluster *c)
+{
+	if (!c)
+		return;
+	for (enum source s = 0; s < SRC_COUNT; s++)
+		informer_stop(c->inf[s]);
+	pthread_rwlock_destroy(&c->lock);
+	filter_config_free(&c->cfg);
+	struct strmap_entry *e;
+	for (size_t it = 0; (e = strmap_next(&c->topology, &it));)
+		free(e->value);
+	for (size_t it = 0; (e = strmap_next(&c->pools, &it));)
+		free_names_value(e->value);
+	for (size_t it = 0; (e = strmap_next(&c->buckets, &it));)
+		free_bucket(e->value);
+	strmap_free(&c->topology);
+	strmap_free(&c->pools);
+	strmap_free(&c->buckets);
+	names_free(&c->pool_nodes);
+	for (size_t i = 0; i < c->ndisabled; i++)
+		free(c->disabled[i]);
+	free(c->disabled);
+	free(c->pool_label);
+	free(c->cache_agents);
+	free(c->proxy_url);
+	free(c->user_agent);
+	free(c->node_name);
+	free(c->pool_flag);
+	free(c->namespace);
+	free(c->hub_host);
+	free(c->hub_port);
+	free(c);
+}
+
+bool cluster_synced(struct cluster *c)
+{
+	for (enum source s = 0; s < SRC_COUNT; s++)
+		if (c->inf[s] && !informer_synced(c->inf[s]))
+			return false;
+	return true;
+}
+
+filter_mask cluster_filters_for(struct cluster *c, const char *component, const char *verb,
+				const char *resource)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	filter_mask m = filter_select(&c->cfg, c->node_name, component, verb, resource);
+	pthread_rwlock_unlock(&c->lock);
+	return m;
+}
+
+const struct filter_env_ref *cluster_env_ref(struct cluster *c)
+{
+	return &c->ref;
+}

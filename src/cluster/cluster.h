@@ -1,0 +1,68 @@
+/*
+ * cluster.h - what the hub knows of the cluster for the filters, kept
+ * current by informers (docs/filters.md).
+ *
+ * The filters need the Services' openyurt.io/topologyKeys, this node's
+ * pool (--nodepool-name, else its Node's apps.openyurt.io/nodepool label),
+ * the pool's nodes (the NodePool's status.nodes, or the pool's NodeBuckets)
+ * and the hub's configmap (yurt-hub-cfg: components added to filters, cache
+ * agents).  The hub reads them as any client would, through its own proxy
+ * port as component yurthub: online they come from the cloud and are cached,
+ * offline - also after a reboot - from that cache.
+ *
+ * Readers (the proxy's connection threads) and the informers' threads meet
+ * at one rwlock: a request's filters are chosen under it, and each object is
+ * filtered with the environment held (cluster_env_ref).
+ */
+#ifndef YURTHUB_CLUSTER_CLUSTER_H
+#define YURTHUB_CLUSTER_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "filter/filter.h"
+#include "filter/rewrite.h"
+
+struct cluster_settings {
+	const char *proxy_url;	/* the hub's own proxy port: "http://127.0.0.1:10261"; NULL: none */
+	const char *user_agent; /* "yurthub/<version>" */
+	const char *node_name;
+	const char *pool_name; /* --nodepool-name; "": the node's label */
+	const char *namespace; /* --namespace: where yurt-hub-cfg is */
+	const char *hub_host;  /* what the filters write as the API server's address */
+	const char *hub_port;
+	bool enable_node_pool;	    /* pool topology from the NodePool */
+	bool pool_service_topology; /* ... from NodeBuckets instead */
+	/* the filters the flags allow (--enable-resource-filter,
+	 * --disabled-resource-filters, the working mode) */
+	bool filters_on;
+	const char *const *disabled;
+	size_t ndisabled;
+	bool cloud_mode;
+	/* yurt-hub-cfg's cache_agents changed (n 0: none, or the configmap is
+	 * gone); called from an informer's thread, without locks held */
+	void (*on_cache_agents)(void *ctx, const char *const *names, size_t n);
+	void *ctx;
+};
+
+struct cluster;
+
+/* The view, empty: filters already run with it (settings are copied).
+ * NULL when out of memory. */
+struct cluster *cluster_new(const struct cluster_settings *s);
+/* Starts the informers the settings need, once the proxy port listens.
+ * 0, or -1 when a thread does not start. */
+int cluster_run(struct cluster *c);
+/* Stops the informers and frees; NULL is fine. */
+void cluster_free(struct cluster *c);
+
+/* Every informer has listed once (what /v1/readyz waits for online). */
+bool cluster_synced(struct cluster *c);
+
+/* The filters for a request (filter_select on the current configuration). */
+filter_mask cluster_filters_for(struct cluster *c, const char *component, const char *verb,
+				const char *resource);
+/* The environment, for rewrite_new(); valid as long as c. */
+const struct filter_env_ref *cluster_env_ref(struct cluster *c);
+
+#endif
