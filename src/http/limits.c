@@ -57,7 +57,9 @@ static int body_too_large(struct request *req)
 
 int gate_admit(struct request_gate *g, struct request *req)
 {
-	if (!req->ri_ok || !request_is_long_running(&req->ri)) {
+	/* the hub's own informers (the filters' inputs, readiness) are not the
+	 * clients this limit protects the node from */
+	if (!req->hub_own && (!req->ri_ok || !request_is_long_running(&req->ri))) {
 		long now = atomic_fetch_add(&g->m->limited_in_flight, 1) + 1;
 		req->counted = true;
 		if (now > g->m->max_in_flight) {
