@@ -2807,13 +2807,22 @@ class ApiHandler(BaseHTTPRequestHandler):
 
     def _authenticate(self, peer, path):
         """The request's Identity: its client certificate's CN and O, else its bearer token
-        (token_identity), else anonymous. Also counts bearer requests."""
+        (token_identity), else anonymous. Also counts bearer requests. A certificate that has
+        expired since the connection was made is 401, as kube-apiserver checks each request."""
         gate = self.server.gate
         auth = self.headers.get("Authorization", "")
         token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
         if token and not peer:
             gate.count_in(gate.bearer_no_cert, path)
         if peer:
+            try:
+                valid = (ssl.cert_time_to_seconds(peer["notBefore"]) <= time.time()
+                         < ssl.cert_time_to_seconds(peer["notAfter"]))
+            except (KeyError, ValueError):
+                valid = True
+            if not valid:
+                gate.count_in(gate.unauthorized, path)
+                raise UNAUTHORIZED
             names = [(k, v) for rdn in peer.get("subject", ()) for k, v in rdn]
             return Identity(next((v for k, v in names if k == "commonName"), ""),
                             [v for k, v in names if k == "organizationName"]

@@ -667,7 +667,7 @@ if "$PY" -c 'import cryptography' 2> /dev/null; then
     TOK=abcdef.0123456789abcdef
     PKI=$TMP/pki
     CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
-    if start_double id --node node-a --pki-dir "$PKI" --bootstrap-token $TOK --csr-auto-approve --cert-lifetime 40; then
+    if start_double id --node node-a --pki-dir "$PKI" --bootstrap-token $TOK --csr-auto-approve --cert-lifetime 120; then
         API="https://127.0.0.1:$PORT"
         # curl without credentials, with the bootstrap token, as the admin; the CA of $PKI
         # verifies the server each time
@@ -710,9 +710,9 @@ if "$PY" -c 'import cryptography' 2> /dev/null; then
         boot "$API$CSRS/$C1" > "$TMP/c1.csr.json"
         check "auto-approved by yurt-manager's rule (AutoApproved) and issued at once" jtest "$TMP/c1.csr.json" \
             '[(c["type"],c["status"],c["reason"],c["message"]) for c in d["status"]["conditions"]]==[("Approved","True","AutoApproved","Auto approving yurthub node client certificate")] and d["status"]["certificate"]'
-        check "the client certificate: verifies against the CA, the CSR's subject, client auth, 40 s (--cert-lifetime), backdated 4 s" \
+        check "the client certificate: verifies against the CA, the CSR's subject, client auth, 120 s (--cert-lifetime), backdated 12 s" \
             idt cert "$TMP/c1.csr.json" "$PKI/ca.crt" cn=system:node:node-a orgs=openyurt:yurthub,system:nodes eku=clientAuth \
-            ku=digital_signature,key_encipherment dns= ips= lifetime=40 backdate=4
+            ku=digital_signature,key_encipherment dns= ips= lifetime=120 backdate=12
         boot -N "$API$CSRS?watch=1&resourceVersion=$C1RV&fieldSelector=metadata.name%3D$C1&timeoutSeconds=1" > "$TMP/c1w"
         events "$TMP/c1w"
         check "a watch of the CSR from its creation: MODIFIED with the approval, then MODIFIED with the certificate" jtest "$TMP/c1w.json" \
@@ -735,7 +735,7 @@ if "$PY" -c 'import cryptography' 2> /dev/null; then
         check "the serving certificate: auto-approved, signed by the CA, server auth, the DNS and IP SANs asked for" \
             idt cert "$TMP/s1.csr.json" "$PKI/ca.crt" cn=system:node:node-a orgs=system:nodes eku=serverAuth \
             dns=kubernetes,kubernetes.default,kubernetes.default.svc,kubernetes.default.svc.cluster.local \
-            ips=10.96.0.1,169.254.2.1,127.0.0.1 lifetime=40
+            ips=10.96.0.1,169.254.2.1,127.0.0.1 lifetime=120
 
         # a pod's bearer token, without a client certificate
         SA=$(idt jwt system:serviceaccount:default:app)
@@ -816,16 +816,47 @@ if "$PY" -c 'import cryptography' 2> /dev/null; then
         check "/reset-counters zeroes the bearer, 401/403 and CSR counters (pending stays)" jtest "$TMP/id-state3.json" \
             'd["requests_by_bearer_user"]=={} and d["requests_bearer_without_client_cert"]=={} and d["requests_unauthorized"]=={} and d["requests_forbidden"]=={} and d["csr"]["created"]==0 and d["csr"]["issued"]==0 and d["csr"]["pending"]==0'
         kill "$DPID" 2>/dev/null
+        cp "$PKI/admin.crt" "$TMP/admin-before.crt"
+        cp "$PKI/admin.key" "$TMP/admin-before.key"
         if start_double id2 --seed none --pki-dir "$PKI" --cert-lifetime 3600; then
             API="https://127.0.0.1:$PORT"
-            check "a double restarted on the same --pki-dir keeps the CA: the old client certificate still works" sh -c \
-                "curl -s -m 10 --cacert $PKI/ca.crt --cert $TMP/c1.crt --key $TMP/c1.key $API/api/v1/namespaces | grep -q NamespaceList"
+            check "a double restarted on the same --pki-dir keeps the CA: the admin certificate of the first run still works" sh -c \
+                "curl -s -m 10 --cacert $PKI/ca.crt --cert $TMP/admin-before.crt --key $TMP/admin-before.key $API/api/v1/namespaces | grep -q NamespaceList && ! cmp -s $TMP/admin-before.crt $PKI/admin.crt"
             idt csr "$TMP/e1.json" "$TMP/e1.key" system:node:node-a openyurt:yurthub,system:nodes "" "" \
                 kubernetes.io/kube-apiserver-client "digital signature,key encipherment,client auth" 900
             E1=$(curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" --data-binary @"$TMP/e1.json" "$API$CSRS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')
             ctl POST "/csr?name=$E1&action=approve" > "$TMP/e1.csr.json"
             check "without --csr-auto-approve a yurthub CSR waits for POST /csr?action=approve; expirationSeconds 900 < --cert-lifetime 3600: 900 s, backdated 90 s" \
                 sh -c "curl -s -m 10 --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key $API$CSRS/$E1 > $TMP/e1.csr.json && $PY $TMP/idtool.py cert $TMP/e1.csr.json $PKI/ca.crt lifetime=900 backdate=90"
+            ctl POST "/signer?cert_lifetime=3" > /dev/null
+            idt csr "$TMP/e2.json" "$TMP/e2.key" system:node:node-a openyurt:yurthub,system:nodes "" "" \
+                kubernetes.io/kube-apiserver-client "digital signature,key encipherment,client auth"
+            E2=$(curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" --data-binary @"$TMP/e2.json" "$API$CSRS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')
+            ctl POST "/csr?name=$E2&action=approve" > /dev/null
+            curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$API$CSRS/$E2" \
+                | "$PY" -c 'import base64,json,sys; sys.stdout.write(base64.b64decode(json.load(sys.stdin)["status"]["certificate"]).decode())' > "$TMP/e2.crt"
+            check "POST /signer?cert_lifetime=3: a 3 s certificate; once expired, its open connection gets 401 and a new one fails the handshake" "$PY" - "$PORT" "$PKI/ca.crt" "$TMP/e2.crt" "$TMP/e2.key" <<'EOF'
+import http.client, ssl, sys, time
+port, ca, crt, key = int(sys.argv[1]), *sys.argv[2:]
+ctx = ssl.create_default_context(cafile=ca)
+ctx.load_cert_chain(crt, key)
+c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
+def get():
+    c.request("GET", "/api/v1/namespaces")
+    r = c.getresponse()
+    r.read()
+    return r.status
+assert get() == 200
+time.sleep(3.5)
+assert get() == 401
+try:
+    c2 = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
+    c2.request("GET", "/version")      # TLS 1.3: the server's alert comes with the answer
+    c2.getresponse().read()
+    sys.exit("the expired certificate made a new connection")
+except (ssl.SSLError, OSError, http.client.HTTPException):
+    pass
+EOF
             kill "$DPID" 2>/dev/null
         else
             nok "restarted identity double started"
