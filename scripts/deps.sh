@@ -6,7 +6,7 @@ set -eu
 PKGS="gcc make pkg-config meson ninja-build clang libclang-rt-14-dev
 libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libyajl-dev libjansson-dev libyaml-dev
 zlib1g-dev libcmocka-dev openssl nginx-light
-etcd-server etcd-client python3 python3-kubernetes curl valgrind
+etcd-server etcd-client python3 python3-kubernetes python3-cryptography curl valgrind
 prometheus"
 
 # packaging (make install checks, make deb): tests/pkg/test_install.sh

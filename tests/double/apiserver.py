@@ -17,8 +17,10 @@ See tests/double/README.md for the control API and what is simplified.
 import argparse
 import base64
 import bisect
+import datetime
 import gzip
 import hashlib
+import hmac
 import json
 import os
 import random
@@ -63,7 +65,7 @@ class Resource:
 
     def __init__(self, group, version, plural, kind, namespaced, short=(), status=False,
                  create_on_update=False, generation=False, categories=(), verbs=ALL_VERBS,
-                 crd=False):
+                 crd=False, subresources=()):
         self.group, self.version, self.plural, self.kind = group, version, plural, kind
         self.namespaced = namespaced
         self.short = list(short)
@@ -73,6 +75,7 @@ class Resource:
         self.categories = list(categories)
         self.verbs = list(verbs)
         self.crd = crd                            # a custom resource: no strategic merge patch
+        self.subresources = list(subresources)    # served besides /status (CSRs' /approval)
         self.singular = kind.lower()
         self.gv = f"{group}/{version}" if group else version
         self.id = f"{self.gv}/{plural}"
@@ -102,6 +105,10 @@ RESOURCES = [
     Resource("events.k8s.io", "v1", "events", "Event", True, ["ev"], create_on_update=True),
     Resource("apps", "v1", "deployments", "Deployment", True, ["deploy"], status=True,
              generation=True, categories=["all"]),
+    # /approval takes the Approved/Denied conditions, /status the signer's certificate
+    Resource("certificates.k8s.io", "v1", "certificatesigningrequests",
+             "CertificateSigningRequest", False, ["csr"], status=True,
+             subresources=["approval"]),
     Resource("example.com", "v1", "widgets", "Widget", True, ["wd"], status=True,
              generation=True, categories=["all"], crd=True),
     # OpenYurt's CRDs that the hub's filters read (cluster-scoped, as in openyurt's
@@ -121,6 +128,9 @@ for _r in RESOURCES:
     if _r.group and _r.group not in GROUPS:
         GROUPS.append(_r.group)
 NAMESPACES = BY_GV["v1"]["namespaces"]
+CONFIGMAPS = BY_GV["v1"]["configmaps"]
+SECRETS = BY_GV["v1"]["secrets"]
+CSRS = BY_GV["certificates.k8s.io/v1"]["certificatesigningrequests"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -591,6 +601,9 @@ class Store:
         self.objects = {r.id: {} for r in RESOURCES}
         self.sorted_keys = {}
         self.ip_counter = 100
+        # controllers: hook(rt, key, etype, entry, old entry or None), called after each commit
+        # with the lock held; a hook may commit in turn (the CSR signer, the bootstrap signer)
+        self.hooks = []
 
     # -- internals (lock held) --
 
@@ -623,6 +636,8 @@ class Store:
             del self.history[:cut]
             del self.history_rvs[:cut]
         self.cond.notify_all()
+        for hook in self.hooks:
+            hook(rt, key, etype, entry, old)
         return entry
 
     def _snapshot(self, rt, rv):
@@ -779,8 +794,11 @@ class Store:
                 spec["clusterIPs"] = [spec["clusterIP"]]
             spec.setdefault("type", "ClusterIP")
 
-    def update(self, rt, ns, name, fn, sub=None, dry_run=False, check_rv=True):
-        """Read-modify-write: fn(current obj copy or None) -> new obj. Returns (Entry, created)."""
+    def update(self, rt, ns, name, fn, sub=None, dry_run=False, check_rv=True, prepare=None):
+        """Read-modify-write: fn(current obj copy or None) -> new obj. Returns (Entry, created).
+
+        prepare(old obj copy, new obj) -> obj, when given, replaces the generic handling of
+        status and subresources (a resource's own update strategy, as for CSRs)."""
         with self.cond:
             key = rt.key(ns, name)
             old = self.objects[rt.id].get(key)
@@ -797,7 +815,9 @@ class Store:
             want = md.get("resourceVersion")
             if check_rv and want and want != old.obj["metadata"]["resourceVersion"]:
                 raise conflict(rt, name)
-            if sub == "status":
+            if prepare is not None:
+                obj = prepare(copy_obj(old), obj)
+            elif sub == "status":
                 status = obj.get("status")
                 obj = copy_obj(old)
                 if status is None:
@@ -1272,8 +1292,9 @@ def resource_list_doc(gv):
         d["storageVersionHash"] = base64.b64encode(
             hashlib.sha256(r.id.encode()).digest()[:8]).decode()
         res.append(d)
-        if r.status:
-            res.append({"name": r.plural + "/status", "singularName": "",
+        for sub in (["approval"] if "approval" in r.subresources else []) + (
+                ["status"] if r.status else []):
+            res.append({"name": f"{r.plural}/{sub}", "singularName": "",
                         "namespaced": r.namespaced, "kind": r.kind,
                         "verbs": ["get", "patch", "update"]})
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": res}
@@ -1376,6 +1397,10 @@ class Gate:
         self.by_ua, self.by_path, self.by_verb = Counter(), Counter(), Counter()
         self.by_verb_path = Counter()
         self.by_client_cn = Counter()  # the CN of each request's client certificate
+        self.by_bearer_user = Counter()      # requests authenticated by a bearer token, by user
+        self.bearer_no_cert = Counter()      # requests with a bearer token and no client cert
+        self.unauthorized = Counter()        # 401s, by path
+        self.forbidden = Counter()           # 403s, by "user verb path"
         self.watches = 0
         self.faults = []              # [code, count, path_prefix]
 
@@ -1421,6 +1446,18 @@ class Gate:
     def count_client(self, cn):
         with self.cond:
             self.by_client_cn[cn] += 1
+
+    def count_in(self, counter, key):
+        with self.cond:
+            counter[key] += 1
+
+    def reset(self):
+        with self.cond:
+            self.requests = 0
+            for c in (self.by_ua, self.by_path, self.by_verb, self.by_verb_path, self.by_client_cn,
+                      self.by_bearer_user, self.bearer_no_cert, self.unauthorized,
+                      self.forbidden):
+                c.clear()
 
     def count_verb(self, verb, path):
         with self.cond:
@@ -1795,6 +1832,794 @@ class HostileAnswer:
 
 
 # --------------------------------------------------------------------------------------------
+# Identity: the cluster CA, CSRs and their signer, bootstrap tokens, who a request comes from
+# --------------------------------------------------------------------------------------------
+
+try:                             # Debian's python3-cryptography; only these features need it
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519
+    from cryptography.x509 import ObjectIdentifier
+    from cryptography.x509.oid import NameOID
+except ImportError:
+    x509 = None
+
+SIGNER_CLIENT = "kubernetes.io/kube-apiserver-client"
+SIGNER_KUBELET_CLIENT = "kubernetes.io/kube-apiserver-client-kubelet"
+SIGNER_SERVING = "kubernetes.io/kubelet-serving"
+SIGNER_LEGACY = "kubernetes.io/legacy-unknown"
+CLUSTER_IP = "10.96.0.1"         # default/kubernetes; the serving certificate carries it
+MAX_BACKDATE = 300               # kube-controller-manager's signer backdates 5 minutes
+
+# CSR usages (certificates.k8s.io KeyUsage) -> the x509 KeyUsage bit or extended key usage
+KEY_USAGE_BITS = {
+    "signing": "digital_signature", "digital signature": "digital_signature",
+    "content commitment": "content_commitment", "key encipherment": "key_encipherment",
+    "key agreement": "key_agreement", "data encipherment": "data_encipherment",
+    "cert sign": "key_cert_sign", "crl sign": "crl_sign", "encipher only": "encipher_only",
+    "decipher only": "decipher_only"}
+EXT_KEY_USAGES = {
+    "any": "2.5.29.37.0", "server auth": "1.3.6.1.5.5.7.3.1", "client auth": "1.3.6.1.5.5.7.3.2",
+    "code signing": "1.3.6.1.5.5.7.3.3", "email protection": "1.3.6.1.5.5.7.3.4",
+    "s/mime": "1.3.6.1.5.5.7.3.4", "ipsec end system": "1.3.6.1.5.5.7.3.5",
+    "ipsec tunnel": "1.3.6.1.5.5.7.3.6", "ipsec user": "1.3.6.1.5.5.7.3.7",
+    "timestamping": "1.3.6.1.5.5.7.3.8", "ocsp signing": "1.3.6.1.5.5.7.3.9",
+    "microsoft sgc": "1.3.6.1.4.1.311.10.3.3", "netscape sgc": "2.16.840.1.113730.4.1"}
+ALL_USAGES = sorted(set(KEY_USAGE_BITS) | set(EXT_KEY_USAGES))
+YURTHUB_CLIENT_USAGES = {"digital signature", "key encipherment", "client auth"}
+YURTHUB_SERVER_USAGES = {"digital signature", "key encipherment", "server auth"}
+
+BOOTSTRAP_TOKEN_RE = re.compile(r"^([a-z0-9]{6})\.([a-z0-9]{16})$")
+BOOTSTRAP_SECRET_TYPE = "bootstrap.kubernetes.io/token"
+BOOTSTRAP_DEFAULT_GROUP = "system:bootstrappers:kubeadm:default-node-token"
+_PEM_RE = re.compile(rb"-----BEGIN ([A-Z0-9 ]+)-----\r?\n(.*?)-----END \1-----", re.S)
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$")
+
+
+def need_cryptography():
+    if x509 is None:
+        raise ApiError(500, "InternalError", "the test double needs python3-cryptography for "
+                       "certificates (apt-get install python3-cryptography)")
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def pem_blocks(data):
+    """[(type, der bytes, has headers)] of the PEM blocks in data, in order."""
+    out = []
+    for m in _PEM_RE.finditer(data):
+        body = m.group(2)
+        headers = b":" in body
+        lines = [ln for ln in body.splitlines() if ln.strip() and b":" not in ln]
+        try:
+            der = base64.b64decode(b"".join(ln.strip() for ln in lines), validate=True)
+        except ValueError:
+            continue
+        out.append((m.group(1).decode(), der, headers))
+    return out
+
+
+class CsrInfo:
+    """What a PKCS#10 request asks for: subject and SANs."""
+
+    def __init__(self, pem):
+        blocks = pem_blocks(pem)
+        if not blocks or blocks[0][0] != "CERTIFICATE REQUEST":
+            raise ValueError("PEM block type must be CERTIFICATE REQUEST")
+        try:
+            self.req = x509.load_der_x509_csr(blocks[0][1])
+            self.cn = next((a.value for a in self.req.subject.get_attributes_for_oid(
+                NameOID.COMMON_NAME)), "")
+            self.orgs = [a.value for a in self.req.subject.get_attributes_for_oid(
+                NameOID.ORGANIZATION_NAME)]
+            try:
+                san = self.req.extensions.get_extension_for_class(
+                    x509.SubjectAlternativeName).value
+            except x509.ExtensionNotFound:
+                san = None
+        except Exception as e:  # noqa: BLE001 - whatever the parser objects to
+            raise ValueError(f"x509: malformed certificate request: {e}")
+        self.san = san
+        self.dns = san.get_values_for_type(x509.DNSName) if san else []
+        self.ips = [str(i) for i in san.get_values_for_type(x509.IPAddress)] if san else []
+        self.emails = san.get_values_for_type(x509.RFC822Name) if san else []
+        self.uris = san.get_values_for_type(x509.UniformResourceIdentifier) if san else []
+        if not self.req.is_signature_valid:
+            raise ValueError("x509: the certificate request's signature does not verify")
+
+
+def _hash_for(key):
+    return None if isinstance(key, (ed25519.Ed25519PrivateKey, ed448.Ed448PrivateKey)) \
+        else hashes.SHA256()
+
+
+def _key_pem(key):
+    return key.private_bytes(serialization.Encoding.PEM,
+                             serialization.PrivateFormat.TraditionalOpenSSL,
+                             serialization.NoEncryption())
+
+
+def _utcnow():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class Pki:
+    """The cluster CA. Like a kubeadm cluster's, one CA signs the API port's serving
+    certificate, the client certificates it accepts and the certificates of approved CSRs."""
+
+    def __init__(self, cert_pem, key_pem):
+        self.cert_pem, self.key_pem = cert_pem, key_pem
+        self.cert = x509.load_pem_x509_certificate(cert_pem)
+        self.key = serialization.load_pem_private_key(key_pem, None)
+
+    @classmethod
+    def load(cls, cert_path, key_path):
+        with open(cert_path, "rb") as c, open(key_path, "rb") as k:
+            return cls(c.read(), k.read())
+
+    @classmethod
+    def generate(cls):
+        key = ec.generate_private_key(ec.SECP256R1())
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kubernetes")])
+        now = _utcnow()
+        cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(hours=1))
+                .not_valid_after(now + datetime.timedelta(days=3650))
+                .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+                .add_extension(x509.KeyUsage(True, False, True, False, False, True, True, False,
+                                             False), critical=True)
+                .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                               critical=False)
+                .sign(key, hashes.SHA256()))
+        return cls(cert.public_bytes(serialization.Encoding.PEM), _key_pem(key))
+
+    def issue(self, public_key, subject, san=None, usages=(), not_before=None, not_after=None):
+        """A leaf certificate signed by the CA, the way kube-controller-manager's signer makes
+        one: the subject and SANs asked for, BasicConstraints CA:false, the key usages and
+        extended key usages of the CSR's usages, a random serial."""
+        bits = {v: False for v in KEY_USAGE_BITS.values()}
+        ekus = []
+        for u in usages:
+            if u in KEY_USAGE_BITS:
+                bits[KEY_USAGE_BITS[u]] = True
+            elif u in EXT_KEY_USAGES and ObjectIdentifier(EXT_KEY_USAGES[u]) not in ekus:
+                ekus.append(ObjectIdentifier(EXT_KEY_USAGES[u]))
+        if not bits["key_agreement"]:      # x509 allows these only with key agreement
+            bits["encipher_only"] = bits["decipher_only"] = False
+        b = (x509.CertificateBuilder().subject_name(subject).issuer_name(self.cert.subject)
+             .public_key(public_key).serial_number(x509.random_serial_number())
+             .not_valid_before(not_before).not_valid_after(min(not_after,
+                                                               self.cert.not_valid_after))
+             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True))
+        if any(bits.values()):
+            b = b.add_extension(x509.KeyUsage(**bits), critical=True)
+        if ekus:
+            b = b.add_extension(x509.ExtendedKeyUsage(ekus), critical=False)
+        if san is not None and len(san):
+            b = b.add_extension(san, critical=False)
+        try:
+            ski = self.cert.extensions.get_extension_for_class(x509.SubjectKeyIdentifier).value
+            aki = x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ski)
+        except x509.ExtensionNotFound:
+            aki = x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key())
+        b = b.add_extension(aki, critical=False)
+        return b.sign(self.key, _hash_for(self.key))
+
+    def sign_csr(self, info, usages, lifetime):
+        """PEM of the certificate for an approved CSR: valid from now minus a tenth of the
+        lifetime (at most the real signer's 5 minutes) until now plus the lifetime."""
+        now = _utcnow()
+        backdate = min(MAX_BACKDATE, lifetime / 10)
+        cert = self.issue(info.req.public_key(), info.req.subject, info.san, usages,
+                          now - datetime.timedelta(seconds=backdate),
+                          now + datetime.timedelta(seconds=lifetime))
+        return cert.public_bytes(serialization.Encoding.PEM)
+
+    def keypair(self, cn, orgs=(), dns=(), ips=(), usages=("digital signature",
+                                                           "key encipherment", "client auth"),
+                days=365):
+        """(cert PEM, key PEM) of a new key pair and its certificate."""
+        import ipaddress
+        key = ec.generate_private_key(ec.SECP256R1())
+        subject = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs]
+                            + [x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+        names = [x509.DNSName(d) for d in dns] + [x509.IPAddress(ipaddress.ip_address(i))
+                                                  for i in ips]
+        now = _utcnow()
+        cert = self.issue(key.public_key(), subject,
+                          x509.SubjectAlternativeName(names) if names else None, usages,
+                          now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=days))
+        return cert.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+# -- CSR validation and update strategy, as kube-apiserver's certificates registry --
+
+class FieldErrors:
+    """field.ErrorList: collects errors, raises them as one 422 Invalid."""
+
+    def __init__(self):
+        self.errs = []
+
+    def add(self, reason, field, text):
+        self.errs.append({"reason": reason, "message": f"{field}: {text}", "field": field})
+
+    def required(self, field):
+        self.add("FieldValueRequired", field, "Required value")
+
+    def invalid(self, field, value, detail):
+        self.add("FieldValueInvalid", field, f"Invalid value: {value}: {detail}")
+
+    def forbidden(self, field, detail):
+        self.add("FieldValueForbidden", field, f"Forbidden: {detail}")
+
+    def raise_if_any(self, name):
+        if not self.errs:
+            return
+        msgs = [e["message"] for e in self.errs]
+        text = msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
+        raise ApiError(422, "Invalid", f'CertificateSigningRequest.certificates.k8s.io "{name}" '
+                       f"is invalid: {text}", {"name": name, "group": "certificates.k8s.io",
+                                              "kind": "CertificateSigningRequest",
+                                              "causes": self.errs})
+
+
+def _cannot_decode(what):
+    return bad_request('CertificateSigningRequest in version "v1" cannot be handled as a '
+                       f"CertificateSigningRequest: {what}")
+
+
+def _decode_bytes(value, field):
+    """A []byte field of the JSON body (base64, as encoding/json writes it)."""
+    if value is None:
+        return b""
+    if not isinstance(value, str):
+        raise _cannot_decode(f"json: cannot unmarshal {type(value).__name__} into Go struct "
+                             f"field {field} of type []uint8")
+    try:
+        return base64.b64decode(re.sub(r"[\r\n]", "", value), validate=True)
+    except ValueError as e:
+        raise _cannot_decode(f"illegal base64 data in {field}: {e}")
+
+
+def _check_types(spec, status):
+    if not isinstance(spec, dict):
+        raise _cannot_decode("json: cannot unmarshal spec into Go struct field "
+                             "CertificateSigningRequest.spec")
+    usages = spec.get("usages")
+    if usages is not None and (not isinstance(usages, list)
+                               or not all(isinstance(u, str) for u in usages)):
+        raise _cannot_decode("json: cannot unmarshal into Go struct field "
+                             "CertificateSigningRequestSpec.spec.usages of type []v1.KeyUsage")
+    for f in ("signerName", "username", "uid"):
+        if spec.get(f) is not None and not isinstance(spec[f], str):
+            raise _cannot_decode(f"json: cannot unmarshal into Go struct field "
+                                 f"CertificateSigningRequestSpec.spec.{f} of type string")
+    exp = spec.get("expirationSeconds")
+    if exp is not None and (not isinstance(exp, int) or isinstance(exp, bool)):
+        raise _cannot_decode("json: cannot unmarshal into Go struct field "
+                             "CertificateSigningRequestSpec.spec.expirationSeconds of type int32")
+    conds = (status or {}).get("conditions")
+    if conds is not None and (not isinstance(conds, list)
+                              or not all(isinstance(c, dict) for c in conds)):
+        raise _cannot_decode("json: cannot unmarshal into Go struct field "
+                             "CertificateSigningRequestStatus.status.conditions")
+
+
+def _validate_csr(obj, errs):
+    """validateCertificateSigningRequest: the request parses and its signature verifies, usages
+    (required, known, no duplicates), signerName, expirationSeconds, conditions, certificate."""
+    spec = obj["spec"]
+    try:
+        CsrInfo(_decode_bytes(spec.get("request"), "spec.request"))
+    except ValueError as e:
+        errs.invalid("spec.request", "[]byte{...}", str(e))
+    usages = spec.get("usages") or []
+    if not usages:
+        errs.required("spec.usages")
+    seen = set()
+    for i, u in enumerate(usages):
+        if u not in ALL_USAGES:
+            errs.add("FieldValueNotSupported", f"spec.usages[{i}]", f'Unsupported value: "{u}": '
+                     "supported values: " + ", ".join(f'"{x}"' for x in ALL_USAGES))
+        if u in seen:
+            errs.add("FieldValueDuplicate", f"spec.usages[{i}]", f'Duplicate value: "{u}"')
+        seen.add(u)
+    signer = spec.get("signerName") or ""
+    if not signer:
+        errs.required("spec.signerName")
+    elif signer == SIGNER_LEGACY:
+        errs.invalid("spec.signerName", f'"{signer}"',
+                     "the legacy signerName is not allowed via this API version")
+    else:
+        domain, _, path = signer.partition("/")
+        if not path or not _DNS_SUBDOMAIN.match(domain):
+            errs.invalid("spec.signerName", f'"{signer}"', "must be a fully qualified domain and "
+                         "path of the form 'example.com/signer-name'")
+    exp = spec.get("expirationSeconds")
+    if exp is not None and exp < 600:
+        errs.invalid("spec.expirationSeconds", exp,
+                     "may not specify a duration less than 600 seconds (10 minutes)")
+    status = obj.get("status") or {}
+    seen, approved, denied = set(), False, False
+    for i, c in enumerate(status.get("conditions") or []):
+        t, st = c.get("type") or "", c.get("status") or ""
+        if not t:
+            errs.required(f"status.conditions[{i}].type")
+        allowed = ["True"] if t in ("Approved", "Denied", "Failed") else ["False", "True",
+                                                                          "Unknown"]
+        if not st:
+            errs.required(f"status.conditions[{i}].status")
+        elif st not in allowed:
+            errs.add("FieldValueNotSupported", f"status.conditions[{i}].status",
+                     f'Unsupported value: "{st}": supported values: '
+                     + ", ".join(f'"{x}"' for x in allowed))
+        approved |= t == "Approved"
+        denied |= t == "Denied"
+        if t in ("Approved", "Denied") and approved and denied:
+            errs.invalid(f"status.conditions[{i}].type", f'"{t}"',
+                         "Approved and Denied conditions are mutually exclusive")
+        if t in seen:
+            errs.add("FieldValueDuplicate", f"status.conditions[{i}].type",
+                     f'Duplicate value: "{t}"')
+        seen.add(t)
+
+
+def csr_prepare_create(obj, ident):
+    """PrepareForCreate and validation: the requester's identity goes into spec.username,
+    uid and groups (whatever the client wrote there), the status is emptied."""
+    need_cryptography()
+    spec = obj.get("spec")
+    if spec is None:
+        spec = obj["spec"] = {}
+    _check_types(spec, None)
+    name = obj["metadata"].get("name") or obj["metadata"].get("generateName") or ""
+    errs = FieldErrors()
+    obj["status"] = {}
+    _validate_csr(obj, errs)
+    errs.raise_if_any(name)
+    spec["request"] = base64.b64encode(_decode_bytes(spec.get("request"), "")).decode()
+    for f in ("username", "uid", "groups", "extra"):
+        spec.pop(f, None)
+    spec["username"] = ident.user
+    if ident.uid:
+        spec["uid"] = ident.uid
+    spec["groups"] = list(ident.groups)
+    return obj
+
+
+def _conditions(obj, ctype=None):
+    conds = ((obj.get("status") or {}).get("conditions") or [])
+    return [c for c in conds if ctype is None or c.get("type") == ctype]
+
+
+def csr_prepare_update(old, new, sub):
+    """The CSR update strategies: spec never changes; the main resource keeps the status;
+    /approval changes only the conditions; /status may set the certificate once (the
+    signer's part) and conditions other than Approved/Denied. Then validation."""
+    need_cryptography()
+    status = new.get("status") if isinstance(new.get("status"), dict) else {}
+    _check_types(old.get("spec") or {}, status)
+    ostatus = old.get("status") or {}
+    new["spec"] = old.get("spec")
+    if sub is None:
+        status = dict(ostatus)
+    elif sub == "approval":
+        status = dict(ostatus, conditions=status.get("conditions") or [])
+    else:
+        status = dict(status)
+    if not status.get("conditions"):
+        status.pop("conditions", None)
+    new["status"] = status
+    now = now_ts()
+    for c in status.get("conditions") or []:
+        c.setdefault("lastUpdateTime", now)
+        if not c.get("lastTransitionTime"):
+            c["lastTransitionTime"] = next(
+                (o["lastTransitionTime"] for o in _conditions(old, c.get("type"))
+                 if o.get("status") == c.get("status") and o.get("lastTransitionTime")), now)
+    errs = FieldErrors()
+    _validate_csr(new, errs)
+    for t in ("Approved", "Denied", "Failed"):
+        if len(_conditions(new, t)) < len(_conditions(old, t)):
+            errs.forbidden("status.conditions", f'updates may not remove a condition of type "{t}"')
+    if sub != "approval":
+        for t in ("Approved", "Denied"):
+            o, n = _conditions(old, t), _conditions(new, t)
+            if len(n) > len(o):
+                errs.forbidden("status.conditions",
+                               f'updates may not add a condition of type "{t}"')
+            elif len(n) == len(o) and n != o:
+                errs.forbidden("status.conditions",
+                               f'updates may not modify a condition of type "{t}"')
+    cert, ocert = status.get("certificate") or "", ostatus.get("certificate") or ""
+    if cert != ocert:
+        if sub != "status":
+            errs.forbidden("status.certificate", "updates may not set certificate content")
+        elif ocert:
+            errs.forbidden("status.certificate",
+                           "updates may not modify existing certificate content")
+        else:
+            blocks = pem_blocks(_decode_bytes(cert, "status.certificate"))
+            if not blocks or any(t != "CERTIFICATE" for t, _, _ in blocks):
+                errs.invalid("status.certificate", "<certificate data>",
+                             "must contain at least one CERTIFICATE PEM block")
+    errs.raise_if_any(old["metadata"]["name"])
+    return new
+
+
+# -- the controllers of a cluster's CSRs: yurt-manager's approver, kube-controller-manager's
+#    signer --
+
+def yurt_approval(spec, info):
+    """yurt-manager's csrapprover rules (isYurtHubNodeCert, isYurtTLSServerCert): the message
+    it approves with, or None when it leaves the CSR alone."""
+    signer, usages = spec.get("signerName"), set(spec.get("usages") or [])
+    if (signer == SIGNER_CLIENT and len(info.orgs) >= 2
+            and all(o in ("openyurt:yurthub", "system:nodes") or o.startswith("openyurt:tenant:")
+                    for o in info.orgs)
+            and info.cn.startswith("system:node:") and usages == YURTHUB_CLIENT_USAGES):
+        return "Auto approving yurthub node client certificate"
+    if (signer == SIGNER_SERVING and info.orgs == ["system:nodes"] and (info.dns or info.ips)
+            and info.cn.startswith("system:node:") and usages == YURTHUB_SERVER_USAGES):
+        return "Auto approving openyurt tls server certificate"
+    return None
+
+
+def signer_check(signer, info, usages):
+    """kube-controller-manager's signers: (handled, error). Signers it does not run are not
+    handled (the CSR stays approved without a certificate, as in a real cluster)."""
+    usages = set(usages)
+    if signer == SIGNER_CLIENT:
+        for u in sorted(usages):
+            if u not in YURTHUB_CLIENT_USAGES:
+                return True, f"invalid usage for client certificate: {u}"
+        if "client auth" not in usages:
+            return True, "missing required usage for client certificate: client auth"
+        return True, None
+    if signer not in (SIGNER_KUBELET_CLIENT, SIGNER_SERVING):
+        return False, None
+    if info.orgs != ["system:nodes"]:
+        return True, "subject organization is not system:nodes"
+    if signer == SIGNER_SERVING:
+        if not info.dns and not info.ips:
+            return True, "DNS or IP subjectAltName is required"
+        want = [YURTHUB_SERVER_USAGES, {"digital signature", "server auth"}]
+    else:
+        for kind, values in (("DNS", info.dns), ("IP", info.ips)):
+            if values:
+                return True, f"{kind} subjectAltNames are not allowed"
+        want = [YURTHUB_CLIENT_USAGES, {"digital signature", "client auth"}]
+    if info.emails:
+        return True, "Email subjectAltNames are not allowed"
+    if info.uris:
+        return True, "URI subjectAltNames are not allowed"
+    if usages not in want:
+        return True, f"usages did not match [{' '.join(sorted(want[0]))}]"
+    if not info.cn.startswith("system:node:"):
+        return True, "subject common name does not begin with system:node:"
+    return True, None
+
+
+class Signer:
+    """Approves (with --csr-auto-approve, by yurt-manager's rules) and signs CSRs as soon as
+    they are written: a store hook, so each step is its own write and watch event, as when
+    the controllers do it. Also counts what happens to CSRs."""
+
+    def __init__(self, store, pki, auto_approve, lifetime):
+        self.store, self.pki = store, pki
+        self.auto_approve, self.lifetime = auto_approve, lifetime
+        self.counts = Counter()
+
+    def hook(self, rt, key, etype, entry, old):
+        if rt is not CSRS:
+            return
+        if etype == "ADDED":
+            self.counts["created"] += 1
+        if etype == "DELETED":
+            return
+        for t in ("Approved", "Denied", "Failed"):
+            if _conditions(entry.obj, t) and not (old and _conditions(old.obj, t)):
+                self.counts[t.lower()] += 1
+        status = entry.obj.get("status") or {}
+        if status.get("certificate") and not (old and (old.obj.get("status") or {}).get(
+                "certificate")):
+            self.counts["issued"] += 1
+        self.reconcile(entry.obj)
+
+    def _write(self, name, fn):
+        self.store.update(CSRS, None, name, lambda cur: fn(cur), check_rv=False,
+                          prepare=lambda old, new: new)
+
+    def reconcile(self, obj):
+        """One step (approve, or sign, or fail), written; the write calls the hook again for
+        the next step."""
+        if x509 is None:
+            return
+        name, spec = obj["metadata"]["name"], obj.get("spec") or {}
+        if obj["metadata"].get("deletionTimestamp"):
+            return
+        try:
+            info = CsrInfo(_decode_bytes(spec.get("request"), "spec.request"))
+        except (ValueError, ApiError):
+            return
+        approved, denied = _conditions(obj, "Approved"), _conditions(obj, "Denied")
+        if not approved and not denied:
+            msg = yurt_approval(spec, info) if self.auto_approve else None
+            if msg:
+                self.counts["auto_approved"] += 1
+                self._write(name, lambda cur: self._with_condition(cur, "Approved",
+                                                                  "AutoApproved", msg))
+            return
+        status = obj.get("status") or {}
+        if denied or _conditions(obj, "Failed") or status.get("certificate") or not self.pki:
+            return
+        handled, err = signer_check(spec.get("signerName"), info, spec.get("usages") or [])
+        if not handled:
+            return
+        if err:
+            self._write(name, lambda cur: self._with_condition(cur, "Failed",
+                                                              "SignerValidationFailure", err))
+            return
+        lifetime = self.lifetime
+        if spec.get("expirationSeconds"):
+            lifetime = min(lifetime, spec["expirationSeconds"])
+        pem = self.pki.sign_csr(info, spec.get("usages") or [], lifetime)
+
+        def put_cert(cur):
+            cur.setdefault("status", {})["certificate"] = base64.b64encode(pem).decode()
+            return cur
+        self._write(name, put_cert)
+
+    @staticmethod
+    def _with_condition(cur, ctype, reason, message):
+        now = now_ts()
+        cur.setdefault("status", {}).setdefault("conditions", []).append({
+            "type": ctype, "status": "True", "reason": reason, "message": message,
+            "lastUpdateTime": now, "lastTransitionTime": now})
+        return cur
+
+    def decide(self, name, action, reason="", message=""):
+        """The control port's approve/deny: as `kubectl certificate approve|deny` would."""
+        with self.store.cond:
+            e = self.store.get(CSRS, None, name)
+            if e is None:
+                raise not_found(CSRS, name)
+            ctype = "Approved" if action == "approve" else "Denied"
+            other = "Denied" if ctype == "Approved" else "Approved"
+            if _conditions(e.obj, other):
+                raise conflict(CSRS, name, f"certificate signing request is already {other}")
+            if not _conditions(e.obj, ctype):
+                self._write(name, lambda cur: self._with_condition(
+                    cur, ctype, reason or ("TestDoubleApprove" if ctype == "Approved"
+                                           else "TestDoubleDeny"),
+                    message or f"This CSR was {ctype.lower()} by the test double's control "
+                               "port."))
+            return self.store.get(CSRS, None, name).obj
+
+    def state(self):
+        with self.store.cond:
+            pending = sum(1 for e in self.store.objects[CSRS.id].values()
+                          if not any(_conditions(e.obj, t)
+                                     for t in ("Approved", "Denied", "Failed")))
+            out = {k: self.counts.get(k, 0) for k in ("created", "approved", "auto_approved",
+                                                       "denied", "failed", "issued")}
+            out.update(pending=pending, auto_approve=self.auto_approve,
+                       cert_lifetime=self.lifetime)
+            return out
+
+
+# -- bootstrap tokens and kube-public/cluster-info --
+
+def bootstrap_token_secret(token_id, secret, expiration=None, groups=None):
+    """The Secret `kubeadm token create` makes: kube-system/bootstrap-token-<id>."""
+    data = {"token-id": token_id, "token-secret": secret,
+            "usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true",
+            "auth-extra-groups": BOOTSTRAP_DEFAULT_GROUP if groups is None else groups,
+            "description": "A bootstrap token of the API server test double."}
+    if expiration:
+        data["expiration"] = expiration
+    return {"apiVersion": "v1", "kind": "Secret", "type": BOOTSTRAP_SECRET_TYPE,
+            "metadata": {"name": f"bootstrap-token-{token_id}", "namespace": "kube-system"},
+            "data": {k: base64.b64encode(v.encode()).decode() for k, v in data.items() if v}}
+
+
+def _secret_data(obj):
+    data = {}
+    for k, v in (obj.get("data") or {}).items():
+        try:
+            data[k] = base64.b64decode(v).decode()
+        except (ValueError, TypeError):
+            pass
+    for k, v in (obj.get("stringData") or {}).items():   # not converted by the double
+        data[k] = str(v)
+    return data
+
+
+def _expired(expiration):
+    """An RFC 3339 expiration in the past (or unparseable: the real authenticator refuses)."""
+    if not expiration:
+        return False
+    try:
+        t = datetime.datetime.fromisoformat(expiration.replace("Z", "+00:00"))
+        return t.timestamp() <= time.time()
+    except ValueError:
+        return True
+
+
+def _usable_token(entry, tid, usage):
+    """(secret, data) of a bootstrap-token Secret entry of the right type and id, not expired
+    nor being deleted, with usage-bootstrap-<usage>=true; None otherwise."""
+    if entry is None:
+        return None
+    obj = entry.obj
+    data = _secret_data(obj)
+    if (obj.get("type") != BOOTSTRAP_SECRET_TYPE or data.get("token-id") != tid
+            or obj["metadata"].get("deletionTimestamp")
+            or data.get(f"usage-bootstrap-{usage}") != "true"
+            or _expired(data.get("expiration")) or not data.get("token-secret")):
+        return None
+    return data["token-secret"], data
+
+
+def bootstrap_tokens(store, usage):
+    """{id: (secret, data)} of the usable bootstrap tokens (see _usable_token)."""
+    out = {}
+    with store.cond:
+        for key, e in store.objects[SECRETS.id].items():
+            if key.startswith("kube-system/bootstrap-token-"):
+                tid = key[len("kube-system/bootstrap-token-"):]
+                found = _usable_token(e, tid, usage)
+                if found:
+                    out[tid] = found
+    return out
+
+
+def detached_jws(content, token_id, secret):
+    """kubeadm's cluster-info signature: a compact HS256 JWS with the payload left out,
+    "header..signature", base64url without padding."""
+    header = b64url(b'{"alg":"HS256","kid":"' + token_id.encode() + b'"}')
+    payload = b64url(content.encode())
+    sig = hmac.new(secret.encode(), f"{header}.{payload}".encode(), hashlib.sha256).digest()
+    return f"{header}..{b64url(sig)}"
+
+
+class ClusterInfo:
+    """kube-public/cluster-info as kubeadm writes it (a kubeconfig with one unnamed cluster:
+    this server and the CA), signed for each bootstrap token by the bootstrap signer, which
+    here is a store hook on the token Secrets."""
+
+    def __init__(self, store, server, ca_pem):
+        self.store = store
+        self.kubeconfig = (
+            "apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: "
+            + base64.b64encode(ca_pem).decode() + "\n    server: " + server
+            + '\n  name: ""\ncontexts: null\ncurrent-context: ""\nkind: Config\n'
+            "preferences: {}\nusers: null\n")
+
+    def hook(self, rt, key, etype, entry, old):
+        if rt is SECRETS and key.startswith("kube-system/bootstrap-token-"):
+            self.resign()
+
+    def resign(self):
+        data = {"kubeconfig": self.kubeconfig}
+        for tid, (secret, _) in sorted(bootstrap_tokens(self.store, "signing").items()):
+            data[f"jws-kubeconfig-{tid}"] = detached_jws(self.kubeconfig, tid, secret)
+        with self.store.cond:
+            cur = self.store.get(CONFIGMAPS, "kube-public", "cluster-info")
+            if cur is not None and cur.obj.get("data") == data:
+                return
+            md = cur.obj["metadata"] if cur else {"name": "cluster-info",
+                                                  "namespace": "kube-public"}
+            self.store.put_raw({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {k: md[k] for k in ("name", "namespace", "uid",
+                                                                "creationTimestamp") if k in md},
+                                "data": data})
+
+
+# -- authentication and authorization --
+
+class Identity:
+    __slots__ = ("user", "groups", "uid", "source")
+
+    def __init__(self, user, groups, source, uid=""):
+        self.user, self.groups, self.source, self.uid = user, list(groups), source, uid
+
+
+ANONYMOUS = Identity("system:anonymous", ["system:unauthenticated"], "anonymous")
+UNAUTHORIZED = ApiError(401, "Unauthorized", "Unauthorized")
+PUBLIC_PATHS = ("/healthz", "/livez", "/readyz", "/version")   # system:public-info-viewer
+
+
+def jwt_subject(token):
+    """The sub claim of a JWT (a service-account token), unverified; None if not a JWT."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+        sub = claims.get("sub")
+        return sub if isinstance(sub, str) and sub else None
+    except (ValueError, AttributeError):
+        return None
+
+
+def token_identity(store, token, auth):
+    """Who a bearer token says the request comes from. A bootstrap token (ID.SECRET) must
+    match a token Secret: system:bootstrap:<ID>, groups system:bootstrappers and its
+    auth-extra-groups; a wrong one is 401 with client authentication on, ignored (anonymous)
+    without. Any other token is taken on trust (pods' service-account tokens): the user is the
+    JWT's sub claim, or "token:<the token>"."""
+    m = BOOTSTRAP_TOKEN_RE.match(token)
+    if m:
+        found = _usable_token(store.get(SECRETS, "kube-system", "bootstrap-token-"
+                                        + m.group(1)), m.group(1), "authentication")
+        if found and hmac.compare_digest(found[0], m.group(2)):
+            extra = [g.strip() for g in found[1].get("auth-extra-groups", "").split(",")
+                     if g.strip()]
+            return Identity(f"system:bootstrap:{m.group(1)}",
+                            ["system:bootstrappers"] + extra + ["system:authenticated"],
+                            "bootstrap")
+        if auth:
+            raise UNAUTHORIZED
+        return None
+    sub = jwt_subject(token)
+    user = sub or f"token:{token}"
+    groups = ["system:authenticated"]
+    if user.startswith("system:serviceaccount:") and user.count(":") == 3:
+        groups = ["system:serviceaccounts", "system:serviceaccounts:" + user.split(":")[2],
+                  "system:authenticated"]
+    return Identity(user, groups, "token")
+
+
+def forbidden(ident, verb, rt, ns, name, sub):
+    res = rt.plural + (f"/{sub}" if sub else "")
+    scope = f'in the namespace "{ns}"' if ns else "at the cluster scope"
+    what = rt.qualified + (f' "{name}"' if name else "")
+    details = {"name": name} if name else {}
+    if rt.group:
+        details["group"] = rt.group
+    details["kind"] = rt.plural
+    return ApiError(403, "Forbidden", f'{what} is forbidden: User "{ident.user}" cannot {verb} '
+                    f'resource "{res}" in API group "{rt.group}" {scope}', details)
+
+
+def allowed(ident, verb, rt, ns, name, sub):
+    """The RBAC of a kubeadm cluster, as far as it matters here: certificate users may do
+    anything (no RBAC on them); bootstrap tokens may create, get, list and watch CSRs
+    (system:node-bootstrapper); everyone, anonymous included, may get kube-public/cluster-info."""
+    if ident.source in ("cert", "token"):
+        return True
+    if rt is CONFIGMAPS and ns == "kube-public" and name == "cluster-info" and verb == "get" \
+            and not sub:
+        return True
+    return (ident.source == "bootstrap" and rt is CSRS and not sub
+            and verb in ("create", "get", "list", "watch"))
+
+
+def path_allowed(ident, path):
+    """Non-resource paths: health and /version for everyone, discovery and OpenAPI for the
+    authenticated (system:discovery)."""
+    if path in PUBLIC_PATHS or path.startswith(tuple(p + "/" for p in PUBLIC_PATHS)):
+        return True
+    return ident.source != "anonymous"
+
+
+def kubeconfig_yaml(server, ca_pem, user, user_fields):
+    """A kubeconfig with one cluster, user and context (block YAML)."""
+    lines = ["apiVersion: v1", "kind: Config", "clusters:", "- name: kubernetes", "  cluster:",
+             f"    server: {server}",
+             "    certificate-authority-data: " + base64.b64encode(ca_pem).decode(),
+             "contexts:", f"- name: {user}@kubernetes", "  context:", "    cluster: kubernetes",
+             f"    user: {user}", f"current-context: {user}@kubernetes", "users:",
+             f"- name: {user}", "  user:"]
+    lines += [f"    {k}: {v}" for k, v in user_fields]
+    return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------------------------
 # The API handler
 # --------------------------------------------------------------------------------------------
 
@@ -1961,6 +2786,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                                       504: "Timeout"}.get(code, "InternalError"),
                                "injected failure (test double control port)",
                                headers={"Retry-After": "1"} if code in (429, 503) else None)
+            self.ident = self._authenticate(peer, u.path)
             if self.headers.get("Upgrade"):
                 return self.upgrade(u.path)
             accept = self.headers.get("Accept", "")
@@ -1977,6 +2803,58 @@ class ApiHandler(BaseHTTPRequestHandler):
             traceback.print_exc()
             self._send_error(ApiError(500, "InternalError", f"Internal error occurred: {e}"))
 
+    # -- who: authentication and authorization --
+
+    def _authenticate(self, peer, path):
+        """The request's Identity: its client certificate's CN and O, else its bearer token
+        (token_identity), else anonymous. Also counts bearer requests. A certificate that has
+        expired since the connection was made is 401, as kube-apiserver checks each request."""
+        gate = self.server.gate
+        auth = self.headers.get("Authorization", "")
+        token = auth[7:].strip() if auth[:7].lower() == "bearer " else ""
+        if token and not peer:
+            gate.count_in(gate.bearer_no_cert, path)
+        if peer:
+            try:
+                valid = (ssl.cert_time_to_seconds(peer["notBefore"]) <= time.time()
+                         < ssl.cert_time_to_seconds(peer["notAfter"]))
+            except (KeyError, ValueError):
+                valid = True
+            if not valid:
+                gate.count_in(gate.unauthorized, path)
+                raise UNAUTHORIZED
+            names = [(k, v) for rdn in peer.get("subject", ()) for k, v in rdn]
+            return Identity(next((v for k, v in names if k == "commonName"), ""),
+                            [v for k, v in names if k == "organizationName"]
+                            + ["system:authenticated"], "cert")
+        if not token:
+            return ANONYMOUS
+        try:
+            ident = token_identity(self.server.store, token, self.server.auth_enabled)
+        except ApiError:
+            gate.count_in(gate.unauthorized, path)
+            raise
+        if ident is None:
+            return ANONYMOUS
+        gate.count_in(gate.by_bearer_user, ident.user)
+        return ident
+
+    def _authorize(self, verb, rt, ns, name, sub):
+        """With client authentication on, what allowed() does not allow is 403 Forbidden."""
+        if not self.server.auth_enabled or allowed(self.ident, verb, rt, ns, name, sub):
+            return
+        gate = self.server.gate
+        gate.count_in(gate.forbidden, f"{self.ident.user} {verb} {self.req_path}")
+        raise forbidden(self.ident, verb, rt, ns, name, sub)
+
+    def _authorize_path(self, path):
+        if not self.server.auth_enabled or path_allowed(self.ident, path):
+            return
+        gate = self.server.gate
+        gate.count_in(gate.forbidden, f"{self.ident.user} get {self.req_path}")
+        raise ApiError(403, "Forbidden", f'forbidden: User "{self.ident.user}" cannot get path '
+                       f'"{self.req_path}"', {})
+
     def route(self, path, q, body):
         path = path.rstrip("/") or "/"
         if path in ("/healthz", "/livez", "/readyz") or path.startswith(
@@ -1989,6 +2867,7 @@ class ApiHandler(BaseHTTPRequestHandler):
             raise METHOD_NOT_ALLOWED
         if not resource_path:
             self.server.gate.count_verb("get", self.req_path)
+            self._authorize_path(path)
         if path == "/version":
             return self._send_obj(200, version_doc())
         if path == "/api":
@@ -2034,7 +2913,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         sub = rest[2] if len(rest) > 2 else None
         if (ns is not None and not rt.namespaced) or (rt.namespaced and name and ns is None):
             raise PAGE_NOT_FOUND
-        if sub and not (sub == "status" and rt.status):
+        if sub and not ((sub == "status" and rt.status) or sub in rt.subresources):
             raise PAGE_NOT_FOUND
         self.api(rt, ns, name, sub, q, body, watch_prefix)
 
@@ -2042,10 +2921,11 @@ class ApiHandler(BaseHTTPRequestHandler):
         m = self.command
         dry = q.get("dryRun") == "All"
         watch = watch or (m == "GET" and _truthy(q.get("watch")))
-        self.server.gate.count_verb(
-            "watch" if watch else "get" if m == "GET" and name else "list" if m == "GET" else
-            {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(m) or
-            ("delete" if name else "deletecollection"), self.req_path)
+        verb = ("watch" if watch else "get" if m == "GET" and name else "list" if m == "GET" else
+                {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(m) or
+                ("delete" if name else "deletecollection"))
+        self.server.gate.count_verb(verb, self.req_path)
+        self._authorize(verb, rt, ns, name, sub)
         if m == "GET":
             if watch:
                 return self.watch(rt, ns, name, q)
@@ -2092,6 +2972,7 @@ class ApiHandler(BaseHTTPRequestHandler):
                               "portforward only")
         ns, name, sub = m.groups()
         pods = BY_GV["v1"]["pods"]
+        self._authorize("create" if self.command == "POST" else "get", pods, ns, name, sub)
         if self.server.store.get(pods, ns, name) is None:
             raise not_found(pods, name)
         if "upgrade" not in self.headers.get("Connection", "").lower():
@@ -2403,13 +3284,16 @@ class ApiHandler(BaseHTTPRequestHandler):
                           "required")
         if rt.namespaced and not self.server.store.namespace_exists(ns):
             raise not_found(NAMESPACES, ns)
+        if rt is CSRS:
+            obj = csr_prepare_create(obj, self.ident)
         e = self.server.store.create(rt, obj, dry)
         self._send(201, e.data + b"\n")
 
     def update(self, rt, ns, name, sub, body, dry):
         obj = self._check_body(rt, ns, self._json(body), name)
         obj["metadata"]["name"] = name
-        e, created = self.server.store.update(rt, ns, name, lambda cur: obj, sub, dry)
+        e, created = self.server.store.update(rt, ns, name, lambda cur: obj, sub, dry,
+                                              prepare=self._strategy(rt, sub))
         self._send(201 if created else 200, e.data + b"\n")
 
     def patch(self, rt, ns, name, sub, body, dry):
@@ -2441,8 +3325,16 @@ class ApiHandler(BaseHTTPRequestHandler):
             new = self._check_body(rt, ns, new, name)
             return new
 
-        e, _ = self.server.store.update(rt, ns, name, apply, sub, dry)
+        e, _ = self.server.store.update(rt, ns, name, apply, sub, dry,
+                                        prepare=self._strategy(rt, sub))
         self._send(200, e.data + b"\n")
+
+    @staticmethod
+    def _strategy(rt, sub):
+        """A resource's own update strategy (Store.update's prepare), if it has one."""
+        if rt is CSRS:
+            return lambda old, new: csr_prepare_update(old, new, sub)
+        return None
 
     def delete_collection(self, rt, ns, q, dry):
         store = self.server.store
@@ -2475,6 +3367,8 @@ class ApiServer(ThreadingHTTPServer):
         self.store, self.gate, self.ssl_ctx = store, gate, ssl_ctx
         self.bookmark_interval, self.verbose = bookmark_interval, verbose
         self.hostile = HostileLog(gate.cond)
+        self.auth_enabled = bool(ssl_ctx and ssl_ctx.verify_mode != ssl.CERT_NONE)
+        self.identity = None             # an IdentitySetup with a CA or bootstrap tokens
         self.stopping = False
         self.listening = True
         self.listen_lock = threading.Lock()
@@ -2586,9 +3480,14 @@ class ControlHandler(BaseHTTPRequestHandler):
                         "requests_by_verb": dict(gate.by_verb),
                         "requests_by_verb_path": dict(gate.by_verb_path),
                         "requests_by_client_cn": dict(gate.by_client_cn),
+                        "requests_by_bearer_user": dict(gate.by_bearer_user),
+                        "requests_bearer_without_client_cert": dict(gate.bearer_no_cert),
+                        "requests_unauthorized": dict(gate.unauthorized),
+                        "requests_forbidden": dict(gate.forbidden),
                         "watches_open": gate.watches, "connections_open": len(gate.conns),
                         "faults": [list(f) for f in gate.faults],
-                        "objects": {rid: len(o) for rid, o in store.objects.items()}}
+                        "objects": {rid: len(o) for rid, o in store.objects.items()},
+                        "csr": api.identity.signer.state()}
         if m == "POST" and path in ("/cut", "/outage"):
             # /outage?mode=hang is /cut?mode=blackhole by another name
             mode = q.get("mode", "refuse")
@@ -2611,16 +3510,30 @@ class ControlHandler(BaseHTTPRequestHandler):
                 store.cond.notify_all()
             return {"cut": "open"}
         if m == "POST" and path == "/reset-counters":
+            gate.reset()
             with store.cond:
-                gate.requests = 0
-                gate.by_ua.clear()
-                gate.by_path.clear()
-                gate.by_verb.clear()
-                gate.by_verb_path.clear()
-                gate.by_client_cn.clear()
+                api.identity.signer.counts.clear()
             return {"requests": 0}
+        if m == "POST" and path == "/csr":
+            if q.get("action") not in ("approve", "deny"):
+                raise bad_request("action must be approve or deny")
+            return api.identity.signer.decide(q.get("name", ""), q["action"], q.get("reason", ""),
+                                              q.get("message", ""))
+        if m == "POST" and path == "/signer":
+            signer = api.identity.signer
+            with store.cond:
+                if "auto_approve" in q:
+                    signer.auto_approve = _truthy(q["auto_approve"])
+                if "cert_lifetime" in q:
+                    signer.lifetime = int(q["cert_lifetime"])
+            return signer.state()
+        if m == "POST" and path == "/bootstrap-token":
+            return api.identity.add_token(q.get("token", ""), q.get("ttl"), q.get("expiration"),
+                                          q.get("groups"))
+        if m == "DELETE" and path == "/bootstrap-token":
+            return api.identity.delete_token(q.get("id", ""))
         if m == "POST" and path == "/client-ca":
-            if not api.ssl_ctx or not api.ssl_ctx.verify_mode == ssl.CERT_REQUIRED:
+            if not api.auth_enabled:
                 raise bad_request("the API port does not require client certificates")
             ctx = make_ssl_ctx(api.tls_cert, api.tls_key, q.get("path", ""))
             api.ssl_ctx = ctx
@@ -2692,12 +3605,118 @@ class ControlServer(ThreadingHTTPServer):
 # --------------------------------------------------------------------------------------------
 
 def make_ssl_ctx(cert, key, client_ca):
+    """With client_ca, a client certificate is asked for and, if one comes, must verify
+    against it (or the handshake fails); a client may also come without one, and then its
+    bearer token, or its being anonymous, decides (see allowed())."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
     if client_ca:
         ctx.load_verify_locations(client_ca)
-        ctx.verify_mode = ssl.CERT_REQUIRED
+        ctx.verify_mode = ssl.CERT_OPTIONAL
     return ctx
+
+
+def write_file(path, data, mode=0o644):
+    """Write data (bytes or str) to path through a temporary file and a rename."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+    os.replace(tmp, path)
+
+
+def setup_pki_dir(d, pki, host):
+    """--pki-dir D: the CA of D/ca.crt and D/ca.key (made now if they do not exist; the
+    --signing-ca-* one if given), the API port's serving certificate D/apiserver.crt/.key
+    (CN kube-apiserver; DNS kubernetes, kubernetes.default, kubernetes.default.svc,
+    kubernetes.default.svc.cluster.local, localhost; IP 127.0.0.1, ::1, 10.96.0.1, --host)
+    and an admin client certificate D/admin.crt/.key (CN kubernetes-admin, O system:masters).
+    Returns the Pki."""
+    import ipaddress
+    os.makedirs(d, exist_ok=True)
+    ca_crt, ca_key = os.path.join(d, "ca.crt"), os.path.join(d, "ca.key")
+    if pki is None:
+        pki = (Pki.load(ca_crt, ca_key) if os.path.exists(ca_crt) and os.path.exists(ca_key)
+               else Pki.generate())
+    write_file(ca_crt, pki.cert_pem)
+    write_file(ca_key, pki.key_pem, 0o600)
+    ips = ["127.0.0.1", "::1", CLUSTER_IP]
+    try:
+        if str(ipaddress.ip_address(host)) not in ips and not ipaddress.ip_address(
+                host).is_unspecified:
+            ips.append(str(ipaddress.ip_address(host)))
+    except ValueError:
+        pass
+    crt, key = pki.keypair("kube-apiserver", dns=["kubernetes", "kubernetes.default",
+                                                  "kubernetes.default.svc",
+                                                  "kubernetes.default.svc.cluster.local",
+                                                  "localhost"],
+                           ips=ips, usages=("digital signature", "key encipherment",
+                                            "server auth"))
+    write_file(os.path.join(d, "apiserver.crt"), crt)
+    write_file(os.path.join(d, "apiserver.key"), key, 0o600)
+    crt, key = pki.keypair("kubernetes-admin", orgs=["system:masters"])
+    write_file(os.path.join(d, "admin.crt"), crt)
+    write_file(os.path.join(d, "admin.key"), key, 0o600)
+    return pki
+
+
+class IdentitySetup:
+    """The identity side of the cluster: the CSR signer (always; it signs only with a CA),
+    with a CA the cluster-info ConfigMap, and the bootstrap tokens."""
+
+    def __init__(self, store, pki, pki_dir, auto_approve, lifetime):
+        self.store, self.pki, self.pki_dir = store, pki, pki_dir
+        self.signer = Signer(store, pki, auto_approve, lifetime)
+        self.cluster_info = None
+        self.server = None
+        store.hooks.append(self.signer.hook)
+
+    def start(self, server, tokens):
+        """Once the API port is bound: cluster-info for server, the tokens, D/admin.conf."""
+        self.server = server
+        if self.pki:
+            self.cluster_info = ClusterInfo(self.store, server, self.pki.cert_pem)
+            self.store.hooks.append(self.cluster_info.hook)
+            self.cluster_info.resign()
+        for t in tokens:
+            self.add_token(t)
+        if self.pki_dir:
+            with open(os.path.join(self.pki_dir, "admin.crt"), "rb") as c, \
+                    open(os.path.join(self.pki_dir, "admin.key"), "rb") as k:
+                fields = [("client-certificate-data", base64.b64encode(c.read()).decode()),
+                          ("client-key-data", base64.b64encode(k.read()).decode())]
+            write_file(os.path.join(self.pki_dir, "admin.conf"),
+                       kubeconfig_yaml(server, self.pki.cert_pem, "kubernetes-admin", fields),
+                       0o600)
+
+    def add_token(self, token, ttl=None, expiration=None, groups=None):
+        """The token's Secret (which re-signs cluster-info) and, with --pki-dir, the
+        bootstrap kubeconfig D/bootstrap-<id>.conf."""
+        m = BOOTSTRAP_TOKEN_RE.match(token or "")
+        if not m:
+            raise bad_request("a bootstrap token is ID.SECRET, [a-z0-9]{6}.[a-z0-9]{16}")
+        if ttl:
+            expiration = time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                       time.gmtime(time.time() + float(ttl)))
+        self.store.put_raw(bootstrap_token_secret(m.group(1), m.group(2), expiration, groups))
+        out = {"id": m.group(1), "secret": f"kube-system/bootstrap-token-{m.group(1)}",
+               "expiration": expiration}
+        if self.pki_dir and self.pki and self.server:
+            path = os.path.join(self.pki_dir, f"bootstrap-{m.group(1)}.conf")
+            write_file(path, kubeconfig_yaml(self.server, self.pki.cert_pem,
+                                             "tls-bootstrap-token-user", [("token", token)]),
+                       0o600)
+            out["kubeconfig"] = path
+        return out
+
+    def delete_token(self, tid):
+        e = self.store.delete_raw(SECRETS, "kube-system", f"bootstrap-token-{tid}")
+        return {"deleted": e.obj["metadata"]["name"]}
+
+
+def server_url(scheme, host, port):
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    return f"{scheme}://{'[' + host + ']' if ':' in host else host}:{port}"
 
 
 def main(argv=None):
@@ -2708,6 +3727,19 @@ def main(argv=None):
     p.add_argument("--tls-cert")
     p.add_argument("--tls-key")
     p.add_argument("--client-ca", help="require client certificates signed by this CA")
+    p.add_argument("--pki-dir", metavar="D", help="a cluster CA in D (made if D/ca.crt and "
+                   "D/ca.key do not exist): HTTPS with D/apiserver.crt, client certificates "
+                   "signed by the CA, the CA signs CSRs; also D/admin.conf")
+    p.add_argument("--signing-ca-cert", metavar="F", help="the CA that signs CSRs (with "
+                   "--signing-ca-key); with --pki-dir, used as D's CA")
+    p.add_argument("--signing-ca-key", metavar="F")
+    p.add_argument("--csr-auto-approve", action="store_true", help="approve CSRs that "
+                   "yurt-manager's approver would (yurthub client and serving certificates)")
+    p.add_argument("--cert-lifetime", type=int, default=3600, metavar="SECONDS",
+                   help="lifetime of issued certificates (spec.expirationSeconds if smaller)")
+    p.add_argument("--bootstrap-token", action="append", default=[], metavar="ID.SECRET",
+                   help="a bootstrap token (repeatable): its Secret, and cluster-info signed "
+                   "with it")
     p.add_argument("--seed", choices=("sample", "none"), default="sample")
     p.add_argument("--pods", type=int, default=0, help="also seed N bulk pods")
     p.add_argument("--node", action="append", help="node name (repeatable; default node-1)")
@@ -2718,6 +3750,23 @@ def main(argv=None):
     p.add_argument("--ready-file")
     p.add_argument("--verbose", action="store_true")
     args = p.parse_args(argv)
+    for t in args.bootstrap_token:
+        if not BOOTSTRAP_TOKEN_RE.match(t):
+            p.error(f"--bootstrap-token {t}: a token is ID.SECRET, [a-z0-9]{{6}}.[a-z0-9]{{16}}")
+    if bool(args.signing_ca_cert) != bool(args.signing_ca_key):
+        p.error("--signing-ca-cert and --signing-ca-key go together")
+    if args.cert_lifetime <= 0:
+        p.error("--cert-lifetime must be positive")
+    pki = None
+    if (args.pki_dir or args.signing_ca_cert) and x509 is None:
+        p.error("--pki-dir and --signing-ca-cert need python3-cryptography")
+    if args.signing_ca_cert:
+        pki = Pki.load(args.signing_ca_cert, args.signing_ca_key)
+    if args.pki_dir:
+        pki = setup_pki_dir(args.pki_dir, pki, args.host)
+        args.tls_cert = args.tls_cert or os.path.join(args.pki_dir, "apiserver.crt")
+        args.tls_key = args.tls_key or os.path.join(args.pki_dir, "apiserver.key")
+        args.client_ca = args.client_ca or os.path.join(args.pki_dir, "ca.crt")
 
     store = Store(history=args.history)
     gate = Gate(store.cond)
@@ -2725,11 +3774,16 @@ def main(argv=None):
     api = ApiServer((args.host, args.port), store, gate, ssl_ctx, args.bookmark_interval,
                     args.verbose)
     api.tls_cert, api.tls_key = args.tls_cert, args.tls_key
+    url = server_url("https" if ssl_ctx else "http", args.host, api.server_address[1])
     done = threading.Event()
     control = ControlServer((args.host, args.control_port), api, done)
     t0 = time.monotonic()
     seed(store, args.seed, args.node or ["node-1"], args.pods, api.server_address[1],
          args.pool)
+    api.identity = IdentitySetup(store, pki, args.pki_dir, args.csr_auto_approve,
+                                 args.cert_lifetime)
+    api.identity.start(url, args.bootstrap_token)
+    store.compact()
     if args.verbose:
         sys.stderr.write(f"seeded rv={store.rv} in {time.monotonic() - t0:.2f}s\n")
     api.serve_in_thread()
@@ -2739,8 +3793,14 @@ def main(argv=None):
     if args.ready_file:
         tmp = f"{args.ready_file}.tmp.{os.getpid()}"
         with open(tmp, "w") as f:
-            json.dump({"port": api.server_address[1], "control_port": control.server_address[1],
-                       "pid": os.getpid()}, f)
+            ready = {"port": api.server_address[1], "control_port": control.server_address[1],
+                     "pid": os.getpid(), "url": url}
+            if pki:
+                ready["ca_file"] = (os.path.join(args.pki_dir, "ca.crt") if args.pki_dir
+                                    else args.signing_ca_cert)
+            if args.pki_dir:
+                ready["pki_dir"] = args.pki_dir
+            json.dump(ready, f)
             f.write("\n")
         os.replace(tmp, args.ready_file)
     while not done.wait(1):

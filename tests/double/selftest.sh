@@ -44,6 +44,138 @@ sys.exit(0 if r else "false: " + sys.argv[2] + " on " + json.dumps(d)[:600])' "$
 }
 # lines FILE: the watch events of FILE as a JSON list, for jtest
 events() { "$PY" -c 'import json,sys; print(json.dumps([json.loads(l) for l in open(sys.argv[1]) if l.strip()]))' "$1" > "$1.json"; }
+# certificate helpers (python3-cryptography): make a CSR body, check an issued
+# certificate, check cluster-info's signatures, make a service-account-like JWT
+cat > "$TMP/idtool.py" <<'EOF'
+# idtool.py: certificate helpers for selftest.sh (python3-cryptography)
+import base64, datetime, hashlib, hmac, ipaddress, json, sys
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+from cryptography.x509.oid import NameOID
+
+
+def csr_body(args):
+    """csr OUT KEYOUT CN ORGS(comma) DNS(comma) IPS(comma) SIGNER USAGES(comma) [EXP]:
+    a CertificateSigningRequest (generateName csr-) with a new P-256 key."""
+    out, keyout, cn, orgs, dns, ips, signer, usages = args[:8]
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in orgs.split(",") if o]
+                     + [x509.NameAttribute(NameOID.COMMON_NAME, cn)])
+    b = x509.CertificateSigningRequestBuilder().subject_name(name)
+    sans = [x509.DNSName(d) for d in dns.split(",") if d] + [
+        x509.IPAddress(ipaddress.ip_address(i)) for i in ips.split(",") if i]
+    if sans:
+        b = b.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    pem = b.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
+    spec = {"request": base64.b64encode(pem).decode(), "signerName": signer,
+            "usages": [u for u in usages.split(",") if u]}
+    if len(args) > 8:
+        spec["expirationSeconds"] = int(args[8])
+    with open(out, "w") as f:
+        json.dump({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+                   "metadata": {"generateName": "csr-"}, "spec": spec}, f)
+    with open(keyout, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
+
+
+def verify_signed_by(cert, ca):
+    pub = ca.public_key()
+    if isinstance(pub, rsa.RSAPublicKey):
+        pub.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(),
+                   cert.signature_hash_algorithm)
+    else:
+        pub.verify(cert.signature, cert.tbs_certificate_bytes,
+                   ec.ECDSA(cert.signature_hash_algorithm))
+    assert cert.issuer == ca.subject, (cert.issuer, ca.subject)
+
+
+def load_cert(path_or_csr_json):
+    data = open(path_or_csr_json, "rb").read()
+    if data.lstrip().startswith(b"{"):
+        data = base64.b64decode(json.loads(data)["status"]["certificate"])
+    return x509.load_pem_x509_certificate(data)
+
+
+def cert_check(args):
+    """cert FILE|CSR.json CA key=value...: the certificate verifies against CA and has
+    cn=, orgs=a,b, dns=a,b, ips=a,b, eku=clientAuth|serverAuth, ku=a,b, lifetime=SECONDS
+    (not-after minus now, within 10 s), backdate=SECONDS (now minus not-before, at most)."""
+    cert, ca = load_cert(args[0]), x509.load_pem_x509_certificate(open(args[1], "rb").read())
+    verify_signed_by(cert, ca)
+    want = dict(a.split("=", 1) for a in args[2:])
+    now = datetime.datetime.utcnow()
+    cn = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.COMMON_NAME)]
+    orgs = [a.value for a in cert.subject.get_attributes_for_oid(NameOID.ORGANIZATION_NAME)]
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        dns = san.get_values_for_type(x509.DNSName)
+        ips = [str(i) for i in san.get_values_for_type(x509.IPAddress)]
+    except x509.ExtensionNotFound:
+        dns, ips = [], []
+    try:
+        eku = sorted(e._name for e in cert.extensions.get_extension_for_class(
+            x509.ExtendedKeyUsage).value)
+    except x509.ExtensionNotFound:
+        eku = []
+    ku = cert.extensions.get_extension_for_class(x509.KeyUsage).value
+    kus = sorted(n for n in ("digital_signature", "key_encipherment", "content_commitment",
+                             "data_encipherment", "key_agreement", "key_cert_sign", "crl_sign")
+                 if getattr(ku, n))
+    bc = cert.extensions.get_extension_for_class(x509.BasicConstraints).value
+    assert not bc.ca, "a CA certificate"
+    got = {"cn": ",".join(cn), "orgs": ",".join(orgs), "dns": ",".join(dns), "ips": ",".join(ips),
+           "eku": ",".join(eku), "ku": ",".join(kus)}
+    for k in ("cn", "orgs", "dns", "ips", "eku", "ku"):
+        if k in want:
+            assert got[k] == want[k], (k, got[k], want[k])
+    left = (cert.not_valid_after - now).total_seconds()
+    if "lifetime" in want:
+        assert abs(left - int(want["lifetime"])) < 10, ("lifetime", left, want["lifetime"])
+    back = (now - cert.not_valid_before).total_seconds()
+    assert back >= 0, ("not yet valid", back)
+    if "backdate" in want:
+        assert back <= int(want["backdate"]) + 10, ("backdate", back)
+    print("ok", got, "valid for", round(left), "s, backdated", round(back), "s")
+
+
+def cluster_info(args):
+    """clusterinfo CM.json URL CA TOKEN [TOKEN...]: the kubeconfig has one cluster with this
+    server and CA, and each token's jws-kubeconfig-<id> verifies (kubeadm's detached JWS);
+    no other jws keys."""
+    cm, url, ca = json.load(open(args[0])), args[1], open(args[2], "rb").read()
+    kc = cm["data"]["kubeconfig"]
+    assert kc.count("- cluster:") == 1 and f"    server: {url}\n" in kc, kc
+    assert "certificate-authority-data: " + base64.b64encode(ca).decode() + "\n" in kc, kc
+    ids = set()
+    for tok in args[3:]:
+        tid, secret = tok.split(".")
+        ids.add(tid)
+        header, empty, sig = cm["data"][f"jws-kubeconfig-{tid}"].split(".")
+        assert empty == "", "the payload is not detached"
+        assert json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))) == {
+            "alg": "HS256", "kid": tid}
+        assert "=" not in header + sig
+        payload = base64.urlsafe_b64encode(kc.encode()).decode().rstrip("=")
+        want = base64.urlsafe_b64encode(hmac.new(secret.encode(), f"{header}.{payload}".encode(),
+                                                 hashlib.sha256).digest()).decode().rstrip("=")
+        assert hmac.compare_digest(sig, want), (sig, want)
+    keys = {k for k in cm["data"] if k.startswith("jws-kubeconfig-")}
+    assert keys == {f"jws-kubeconfig-{i}" for i in ids}, keys
+
+
+def jwt(args):
+    """jwt SUB: an (unsigned-looking) service-account style JWT."""
+    seg = lambda d: base64.urlsafe_b64encode(json.dumps(d).encode()).decode().rstrip("=")  # noqa
+    print(seg({"alg": "RS256", "kid": "x"}) + "." + seg({"sub": args[0], "iss": "test"}) + ".c2ln")
+
+
+if __name__ == "__main__":
+    {"csr": csr_body, "cert": cert_check, "clusterinfo": cluster_info, "jwt": jwt}[sys.argv[1]](
+        sys.argv[2:])
+EOF
+idt() { "$PY" "$TMP/idtool.py" "$@"; }
 
 # start_double NAME ARGS...: sets PORT, CPORT, DPID
 start_double() {
@@ -476,15 +608,265 @@ if command -v openssl > /dev/null; then
         printf 'subjectAltName=IP:127.0.0.1\n' > ext &&
         openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out srv.crt -days 2 -extfile ext &&
         openssl req -newkey rsa:2048 -nodes -keyout cli.key -out cli.csr -subj "/O=system:nodes/CN=system:node:node-a" &&
-        openssl x509 -req -in cli.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out cli.crt -days 2) > "$TMP/openssl.log" 2>&1
+        openssl x509 -req -in cli.csr -CA ca.crt -CAkey ca.key -CAcreateserial -out cli.crt -days 2 &&
+        openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.crt -days 2 -subj /CN=other-ca &&
+        openssl req -newkey rsa:2048 -nodes -keyout other.key -out other.csr -subj "/CN=stranger" &&
+        openssl x509 -req -in other.csr -CA other-ca.crt -CAkey other-ca.key -CAcreateserial -out other.crt -days 2) > "$TMP/openssl.log" 2>&1
     if start_double tls --tls-cert "$D/srv.crt" --tls-key "$D/srv.key" --client-ca "$D/ca.crt" --node node-a; then
         API="https://127.0.0.1:$PORT"
         check "TLS: a client certificate signed by --client-ca is accepted" sh -c "curl -s --cacert $D/ca.crt --cert $D/cli.crt --key $D/cli.key $API/api/v1/nodes | grep -q NodeList"
-        check "TLS: no client certificate is refused" sh -c "! curl -s -m 5 --cacert $D/ca.crt $API/api/v1/nodes"
+        check "TLS: a client certificate from another CA is refused at the handshake" sh -c "! curl -s -m 5 --cacert $D/ca.crt --cert $D/other.crt --key $D/other.key $API/api/v1/nodes"
+        check "TLS: without a certificate nor a token, a request is anonymous: 403 for nodes, 200 for /version" sh -c \
+            "[ \$(curl -s -o /dev/null -w '%{http_code}' -m 5 --cacert $D/ca.crt $API/api/v1/nodes) = 403 ] && [ \$(curl -s -o /dev/null -w '%{http_code}' -m 5 --cacert $D/ca.crt $API/version) = 200 ]"
+        check "TLS: a bearer token without a client certificate is served, and counted" sh -c \
+            "curl -s -m 5 --cacert $D/ca.crt -H 'Authorization: Bearer pod-token' $API/api/v1/nodes | grep -q NodeList && curl -s http://127.0.0.1:$CPORT/state | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"requests_bearer_without_client_cert\"]=={\"/api/v1/nodes\":1} and d[\"requests_by_bearer_user\"]=={\"token:pod-token\":1}, d'"
         check "TLS: kubectl with a client certificate" sh -c "kubectl --server $API --certificate-authority $D/ca.crt --client-certificate $D/cli.crt --client-key $D/cli.key --cache-dir $TMP/kcache-tls get pods -A | grep -q kube-proxy"
+        kill "$DPID" 2>/dev/null
     else
         nok "TLS double started"
     fi
+
+    echo "# CSRs signed by an openssl-made RSA CA (--signing-ca-cert/--signing-ca-key), plain HTTP"
+    if "$PY" -c 'import cryptography' 2> /dev/null && start_double sign --seed none --signing-ca-cert "$D/ca.crt" --signing-ca-key "$D/ca.key"; then
+        API="http://127.0.0.1:$PORT"
+        CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
+        (cd "$D" && openssl req -new -newkey rsa:2048 -nodes -keyout o.key -out o.csr -subj "/O=system:nodes/CN=system:node:node-o" \
+            -addext "subjectAltName=DNS:node-o,IP:192.0.2.7") >> "$TMP/openssl.log" 2>&1
+        for n in o-1 o-2; do
+            "$PY" -c 'import base64,json,sys; print(json.dumps({"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{"name":sys.argv[2]},"spec":{"request":base64.b64encode(open(sys.argv[1],"rb").read()).decode(),"signerName":"kubernetes.io/kubelet-serving","usages":["digital signature","key encipherment","server auth"]}}))' "$D/o.csr" $n > "$TMP/$n.json"
+            curl -s -H 'Content-Type: application/json' --data-binary @"$TMP/$n.json" "$API$CSRS" > "$TMP/$n.out"
+        done
+        check "an openssl CSR is created over plain HTTP (credentials ignored: username system:anonymous)" jtest "$TMP/o-1.out" \
+            'd["metadata"]["name"]=="o-1" and d["spec"]["username"]=="system:anonymous" and d["status"]=={}'
+        # what `kubectl certificate approve|deny` does, in JSON (kubectl sends that PUT in
+        # protobuf, which the double answers 415)
+        decide() {     # NAME Approved|Denied REASON
+            curl -s "$API$CSRS/$1" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d["status"].setdefault("conditions",[]).append({"type":sys.argv[1],"status":"True","reason":sys.argv[2],"message":"by hand"}); print(json.dumps(d))' "$2" "$3" \
+                | curl -s -X PUT -H 'Content-Type: application/json' --data-binary @- "$API$CSRS/$1/approval"
+        }
+        decide o-1 Approved KubectlApprove > /dev/null
+        check "PUT /approval (Approved): issued by the RSA CA (openssl verify), with the SANs and server auth" sh -c \
+            "curl -s $API$CSRS/o-1 | $PY -c 'import base64,json,sys; sys.stdout.write(base64.b64decode(json.load(sys.stdin)[\"status\"][\"certificate\"]).decode())' > $D/o-1.crt && openssl verify -CAfile $D/ca.crt $D/o-1.crt && openssl x509 -in $D/o-1.crt -noout -text | grep -q 'DNS:node-o, IP Address:192.0.2.7' && openssl x509 -in $D/o-1.crt -noout -text | grep -q 'TLS Web Server Authentication' && openssl x509 -in $D/o-1.crt -noout -subject | grep -q 'O = system:nodes, CN = system:node:node-o'"
+        decide o-2 Denied KubectlDeny > /dev/null
+        check "PUT /approval (Denied): Denied, no certificate" sh -c \
+            "curl -s $API$CSRS/o-2 | $PY -c 'import json,sys; d=json.load(sys.stdin)[\"status\"]; assert [c[\"type\"] for c in d[\"conditions\"]]==[\"Denied\"] and \"certificate\" not in d, d'"
+        check "without client authentication bearer tokens are ignored (a wrong bootstrap token is served)" sh -c \
+            "curl -s -H 'Authorization: Bearer abcdef.0000000000000000' $API/api/v1/namespaces | grep -q NamespaceList"
+        curl -s "$API/api/v1/namespaces/kube-public/configmaps/cluster-info" > "$TMP/sign-ci.json"
+        check "cluster-info carries the signing CA and this plain-HTTP server, and no signatures without tokens" \
+            idt clusterinfo "$TMP/sign-ci.json" "$API" "$D/ca.crt"
+        kill "$DPID" 2>/dev/null
+    else
+        nok "signing double started (python3-cryptography?)"
+    fi
+fi
+
+# ---------------------------------------------------------------------------------------------
+if "$PY" -c 'import cryptography' 2> /dev/null; then
+    echo "# identity: a cluster CA, CSRs, bootstrap tokens (--pki-dir, --bootstrap-token, --csr-auto-approve)"
+    TOK=abcdef.0123456789abcdef
+    PKI=$TMP/pki
+    CSRS=/apis/certificates.k8s.io/v1/certificatesigningrequests
+    if start_double id --node node-a --pki-dir "$PKI" --bootstrap-token $TOK --csr-auto-approve --cert-lifetime 120; then
+        API="https://127.0.0.1:$PORT"
+        # curl without credentials, with the bootstrap token, as the admin; the CA of $PKI
+        # verifies the server each time
+        anon() { curl -s -m 10 --cacert "$PKI/ca.crt" "$@"; }
+        boot() { curl -s -m 10 --cacert "$PKI/ca.crt" -H "Authorization: Bearer $TOK" "$@"; }
+        admin() { curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"; }
+        check "ready file: the https url and the CA file" jtest "$TMP/id.ready" \
+            'd["url"]=="https://127.0.0.1:%d" % d["port"] and d["ca_file"]=="'"$PKI"'/ca.crt" and d["pki_dir"]=="'"$PKI"'"'
+        check "--pki-dir wrote ca, apiserver and admin certificates and keys, admin.conf, bootstrap-abcdef.conf" sh -c \
+            "for f in ca.crt ca.key apiserver.crt apiserver.key admin.crt admin.key admin.conf bootstrap-abcdef.conf; do [ -s $PKI/\$f ] || exit 1; done; [ \$(stat -c %a $PKI/ca.key) = 600 ]"
+        check "the API port's certificate: signed by the CA, server auth, the kubernetes names and 10.96.0.1" \
+            idt cert "$PKI/apiserver.crt" "$PKI/ca.crt" cn=kube-apiserver eku=serverAuth \
+            dns=kubernetes,kubernetes.default,kubernetes.default.svc,kubernetes.default.svc.cluster.local,localhost \
+            ips=127.0.0.1,::1,10.96.0.1
+        check "the admin certificate (O system:masters) signed by the same CA is a client: nodes" sh -c \
+            "curl -s -m 10 --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key $API/api/v1/nodes | grep -q NodeList"
+        check "kubectl --kubeconfig D/admin.conf" sh -c "kubectl --kubeconfig $PKI/admin.conf --cache-dir $TMP/kcache-id get nodes -o name | grep -qx node/node-a"
+
+        # cluster-info and anonymous requests
+        anon "$API/api/v1/namespaces/kube-public/configmaps/cluster-info" > "$TMP/ci.json"
+        check "kube-public/cluster-info is readable without credentials" jtest "$TMP/ci.json" 'd["kind"]=="ConfigMap" and "kubeconfig" in d["data"]'
+        check "cluster-info: one cluster (this server, the CA), jws-kubeconfig-abcdef = HS256 detached JWS, kid abcdef, key = the secret" \
+            idt clusterinfo "$TMP/ci.json" "$API" "$PKI/ca.crt" $TOK
+        check "anonymous: /version and /healthz are 200, /api and nodes 403, a watch of cluster-info 403" sh -c \
+            "[ \"\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt $API/version)\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt $API/healthz)\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt $API/api)\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt $API/api/v1/nodes)\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt '$API/api/v1/namespaces/kube-public/configmaps?watch=1&fieldSelector=metadata.name=cluster-info')\" = 200200403403403 ]"
+        anon "$API/api/v1/nodes" > "$TMP/anon.json"
+        check "anonymous: the 403 is a Forbidden Status for system:anonymous, as kube-apiserver words it" jtest "$TMP/anon.json" \
+            'd["code"]==403 and d["reason"]=="Forbidden" and d["message"]=="nodes is forbidden: User \"system:anonymous\" cannot list resource \"nodes\" in API group \"\" at the cluster scope"'
+        check "a bootstrap token with a wrong secret is 401 Unauthorized" sh -c \
+            "[ \$(curl -s -o $TMP/401.json -w '%{http_code}' --cacert $PKI/ca.crt -H 'Authorization: Bearer abcdef.0123456789abcdee' $API$CSRS) = 401 ] && grep -q '\"reason\":\"Unauthorized\"' $TMP/401.json"
+
+        # a yurthub client certificate, by bootstrap token
+        idt csr "$TMP/c1.json" "$TMP/c1.key" system:node:node-a openyurt:yurthub,system:nodes "" "" \
+            kubernetes.io/kube-apiserver-client "digital signature,key encipherment,client auth"
+        boot -H 'Content-Type: application/json' --data-binary @"$TMP/c1.json" "$API$CSRS" > "$TMP/c1-created.json"
+        check "the bootstrap token creates a CSR: 201, username system:bootstrap:abcdef, its groups, empty status" jtest "$TMP/c1-created.json" \
+            'd["kind"]=="CertificateSigningRequest" and d["metadata"]["name"].startswith("csr-") and d["spec"]["username"]=="system:bootstrap:abcdef" and d["spec"]["groups"]==["system:bootstrappers","system:bootstrappers:kubeadm:default-node-token","system:authenticated"] and d["status"]=={}'
+        C1=$(jget "$TMP/c1-created.json" 'd["metadata"]["name"]')
+        C1RV=$(jget "$TMP/c1-created.json" 'd["metadata"]["resourceVersion"]')
+        boot "$API$CSRS/$C1" > "$TMP/c1.csr.json"
+        check "auto-approved by yurt-manager's rule (AutoApproved) and issued at once" jtest "$TMP/c1.csr.json" \
+            '[(c["type"],c["status"],c["reason"],c["message"]) for c in d["status"]["conditions"]]==[("Approved","True","AutoApproved","Auto approving yurthub node client certificate")] and d["status"]["certificate"]'
+        check "the client certificate: verifies against the CA, the CSR's subject, client auth, 120 s (--cert-lifetime), backdated 12 s" \
+            idt cert "$TMP/c1.csr.json" "$PKI/ca.crt" cn=system:node:node-a orgs=openyurt:yurthub,system:nodes eku=clientAuth \
+            ku=digital_signature,key_encipherment dns= ips= lifetime=120 backdate=12
+        boot -N "$API$CSRS?watch=1&resourceVersion=$C1RV&fieldSelector=metadata.name%3D$C1&timeoutSeconds=1" > "$TMP/c1w"
+        events "$TMP/c1w"
+        check "a watch of the CSR from its creation: MODIFIED with the approval, then MODIFIED with the certificate" jtest "$TMP/c1w.json" \
+            '[(e["type"], [c["type"] for c in e["object"]["status"].get("conditions", [])], bool(e["object"]["status"].get("certificate"))) for e in d]==[("MODIFIED",["Approved"],False),("MODIFIED",["Approved"],True)]'
+        check "the bootstrap token may list CSRs but not nodes (403 for system:bootstrap:abcdef)" sh -c \
+            "[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt -H 'Authorization: Bearer $TOK' $API$CSRS) = 200 ] && [ \$(curl -s -o $TMP/b403.json -w '%{http_code}' --cacert $PKI/ca.crt -H 'Authorization: Bearer $TOK' $API/api/v1/nodes) = 403 ] && grep -q 'system:bootstrap:abcdef.* cannot list resource' $TMP/b403.json"
+        "$PY" -c 'import base64,json,sys; sys.stdout.write(base64.b64decode(json.load(open(sys.argv[1]))["status"]["certificate"]).decode())' "$TMP/c1.csr.json" > "$TMP/c1.crt"
+        check "the issued certificate is a client of the API port: nodes as system:node:node-a" sh -c \
+            "curl -s -m 10 --cacert $PKI/ca.crt --cert $TMP/c1.crt --key $TMP/c1.key $API/api/v1/nodes | grep -q NodeList"
+
+        # the serving certificate, with the client certificate
+        idt csr "$TMP/s1.json" "$TMP/s1.key" system:node:node-a system:nodes \
+            kubernetes,kubernetes.default,kubernetes.default.svc,kubernetes.default.svc.cluster.local \
+            10.96.0.1,169.254.2.1,127.0.0.1 kubernetes.io/kubelet-serving "digital signature,key encipherment,server auth"
+        curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$TMP/c1.crt" --key "$TMP/c1.key" -H 'Content-Type: application/json' \
+            --data-binary @"$TMP/s1.json" "$API$CSRS" > "$TMP/s1-created.json"
+        check "a serving CSR made with the client certificate: username and groups from its CN and O" jtest "$TMP/s1-created.json" \
+            'd["spec"]["username"]=="system:node:node-a" and d["spec"]["groups"]==["openyurt:yurthub","system:nodes","system:authenticated"]'
+        admin "$API$CSRS/$(jget "$TMP/s1-created.json" 'd["metadata"]["name"]')" > "$TMP/s1.csr.json"
+        check "the serving certificate: auto-approved, signed by the CA, server auth, the DNS and IP SANs asked for" \
+            idt cert "$TMP/s1.csr.json" "$PKI/ca.crt" cn=system:node:node-a orgs=system:nodes eku=serverAuth \
+            dns=kubernetes,kubernetes.default,kubernetes.default.svc,kubernetes.default.svc.cluster.local \
+            ips=10.96.0.1,169.254.2.1,127.0.0.1 lifetime=120
+
+        # a pod's bearer token, without a client certificate
+        SA=$(idt jwt system:serviceaccount:default:app)
+        check "a bearer token that is not a bootstrap token, without a client certificate, is served (a pod's token)" sh -c \
+            "curl -s -m 10 --cacert $PKI/ca.crt -H 'Authorization: Bearer $SA' $API/api/v1/namespaces/default/pods | grep -q PodList"
+        ctl GET /state > "$TMP/id-state.json"
+        check "/state: requests by bearer user, bearer requests without a client certificate by path, CSR counters" jtest "$TMP/id-state.json" \
+            'd["requests_by_bearer_user"]["system:bootstrap:abcdef"]>=4 and d["requests_by_bearer_user"]["system:serviceaccount:default:app"]==1 and d["requests_bearer_without_client_cert"]["/api/v1/namespaces/default/pods"]==1 and d["requests_bearer_without_client_cert"]["'"$CSRS"'"]>=2 and d["requests_by_client_cn"]["system:node:node-a"]==2 and d["requests_unauthorized"]=={"'"$CSRS"'":1} and d["requests_forbidden"]["system:bootstrap:abcdef list /api/v1/nodes"]==1 and {k: d["csr"][k] for k in ("created","approved","auto_approved","issued","pending","denied","failed")}=={"created":2,"approved":2,"auto_approved":2,"issued":2,"pending":0,"denied":0,"failed":0}'
+
+        # what the approver leaves alone; manual decisions; the signer's own checks
+        idt csr "$TMP/c2.json" "$TMP/c2.key" system:node:node-a openyurt:yurthub,system:nodes,acme "" "" \
+            kubernetes.io/kube-apiserver-client "digital signature,key encipherment,client auth"
+        C2=$(boot -H 'Content-Type: application/json' --data-binary @"$TMP/c2.json" "$API$CSRS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')
+        admin "$API$CSRS/$C2" > "$TMP/c2.csr.json"
+        check "a client CSR with an organization yurt-manager does not know (acme) stays pending" jtest "$TMP/c2.csr.json" 'd["status"]=={}'
+        ctl POST "/csr?name=$C2&action=deny" > "$TMP/c2-denied.json"
+        check "POST /csr?action=deny: Denied, no certificate" jtest "$TMP/c2-denied.json" \
+            '[(c["type"],c["status"]) for c in d["status"]["conditions"]]==[("Denied","True")] and "certificate" not in d["status"]'
+        check "POST /csr?action=approve of a denied CSR is 409" sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -X POST 'http://127.0.0.1:$CPORT/csr?name=$C2&action=approve') = 409 ]"
+        idt csr "$TMP/s2.json" "$TMP/s2.key" system:node:node-a system:nodes "" "" \
+            kubernetes.io/kubelet-serving "digital signature,key encipherment,server auth"
+        S2=$(admin -H 'Content-Type: application/json' --data-binary @"$TMP/s2.json" "$API$CSRS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')
+        ctl POST "/csr?name=$S2&action=approve" > /dev/null
+        admin "$API$CSRS/$S2" > "$TMP/s2.csr.json"
+        check "a serving CSR without SANs: not auto-approved; approved by hand, the signer fails it (SignerValidationFailure)" jtest "$TMP/s2.csr.json" \
+            '[(c["type"],c["reason"]) for c in d["status"]["conditions"]]==[("Approved","TestDoubleApprove"),("Failed","SignerValidationFailure")] and d["status"]["conditions"][1]["message"]=="DNS or IP subjectAltName is required" and "certificate" not in d["status"]'
+        ctl POST "/signer?auto_approve=false" > /dev/null
+        idt csr "$TMP/c3.json" "$TMP/c3.key" system:node:node-a openyurt:yurthub,system:nodes "" "" \
+            kubernetes.io/kube-apiserver-client "digital signature,key encipherment,client auth"
+        C3=$(boot -H 'Content-Type: application/json' --data-binary @"$TMP/c3.json" "$API$CSRS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')
+        ctl GET /state > "$TMP/id-state2.json"
+        check "POST /signer?auto_approve=false: a yurthub CSR stays pending" jtest "$TMP/id-state2.json" \
+            'd["csr"]["pending"]==1 and d["csr"]["denied"]==1 and d["csr"]["failed"]==1 and d["csr"]["auto_approve"] is False'
+        admin "$API$CSRS/$C3" > "$TMP/c3.csr.json"
+        "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["status"]={"conditions":[{"type":"Approved","status":"True","reason":"R"},{"type":"Denied","status":"True","reason":"R"}]}; print(json.dumps(d))' "$TMP/c3.csr.json" > "$TMP/c3-both.json"
+        check "/approval with both Approved and Denied is 422 (mutually exclusive)" sh -c \
+            "[ \$(curl -s -o $TMP/both.json -w '%{http_code}' --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key -X PUT --data-binary @$TMP/c3-both.json $API$CSRS/$C3/approval) = 422 ] && grep -q 'mutually exclusive' $TMP/both.json"
+        check "/status may not add Approved (422 Forbidden)" sh -c \
+            "[ \$(curl -s -o $TMP/st.json -w '%{http_code}' --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{\"status\":{\"conditions\":[{\"type\":\"Approved\",\"status\":\"True\"}]}}' $API$CSRS/$C3/status) = 422 ] && grep -q 'may not add a condition of type' $TMP/st.json"
+        "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); d["status"]={"conditions":[{"type":"Approved","status":"True","reason":"KubectlApprove","message":"This CSR was approved by kubectl certificate approve."}]}; print(json.dumps(d))' "$TMP/c3.csr.json" > "$TMP/c3-approve.json"
+        check "PUT /approval as kubectl certificate approve does (in JSON): approved, then issued; kubectl get csr -o json sees it" sh -c \
+            "curl -s -m 10 --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key -X PUT --data-binary @$TMP/c3-approve.json $API$CSRS/$C3/approval > /dev/null && kubectl --kubeconfig $PKI/admin.conf --cache-dir $TMP/kcache-id get csr $C3 -o json > $TMP/c3.json2 && $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [c[\"reason\"] for c in d[\"status\"][\"conditions\"]]==[\"KubectlApprove\"] and d[\"status\"][\"certificate\"] and d[\"status\"][\"conditions\"][0][\"lastUpdateTime\"], d[\"status\"]' $TMP/c3.json2"
+        check "a spec change on the main resource is ignored (spec is immutable)" sh -c \
+            "curl -s -m 10 --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key -X PATCH -H 'Content-Type: application/merge-patch+json' -d '{\"metadata\":{\"labels\":{\"a\":\"b\"}},\"spec\":{\"signerName\":\"example.com/x\"}}' $API$CSRS/$C3 | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"metadata\"][\"labels\"]=={\"a\":\"b\"} and d[\"spec\"][\"signerName\"]==\"kubernetes.io/kube-apiserver-client\", d'"
+
+        # validation and discovery
+        idt csr "$TMP/v1.json" "$TMP/v1.key" system:node:x system:nodes "" "" kubernetes.io/kube-apiserver-client "client auth" 599
+        check "expirationSeconds 599 is 422 (may not be less than 600 seconds)" sh -c \
+            "[ \$(curl -s -o $TMP/v1.out -w '%{http_code}' --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key --data-binary @$TMP/v1.json $API$CSRS) = 422 ] && grep -q 'spec.expirationSeconds: Invalid value: 599: may not specify a duration less than 600 seconds' $TMP/v1.out"
+        check "a request that is not a CERTIFICATE REQUEST, no signerName, no usages: 422 with the three causes" sh -c \
+            "curl -s -m 10 --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key -d '{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"request\":\"$(printf -- '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n' | base64 -w0)\"}}' $API$CSRS | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d[\"code\"]==422 and [c[\"field\"] for c in d[\"details\"][\"causes\"]]==[\"spec.request\",\"spec.usages\",\"spec.signerName\"] and \"PEM block type must be CERTIFICATE REQUEST\" in d[\"message\"], d'"
+        check "usages that are not a list, or a request that is not base64: 400" sh -c \
+            "[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key -d '{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"request\":\"\",\"signerName\":\"a.b/c\",\"usages\":\"client auth\"}}' $API$CSRS)\$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key -d '{\"metadata\":{\"name\":\"bad\"},\"spec\":{\"request\":\"!!\",\"signerName\":\"a.b/c\",\"usages\":[\"client auth\"]}}' $API$CSRS) = 400400 ]"
+        admin "$API/apis" > "$TMP/id-apis.json"
+        admin "$API/apis/certificates.k8s.io/v1" > "$TMP/id-certs.json"
+        check "discovery: certificates.k8s.io/v1 with certificatesigningrequests (csr), /approval and /status" sh -c \
+            "jtest() { $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if eval(sys.argv[2]) else 1)' \"\$@\"; }; jtest $TMP/id-apis.json '[g[\"preferredVersion\"][\"groupVersion\"] for g in d[\"groups\"] if g[\"name\"]==\"certificates.k8s.io\"]==[\"certificates.k8s.io/v1\"]' && jtest $TMP/id-certs.json '(lambda r: set(r)=={\"certificatesigningrequests\",\"certificatesigningrequests/approval\",\"certificatesigningrequests/status\"} and r[\"certificatesigningrequests\"][\"shortNames\"]==[\"csr\"] and r[\"certificatesigningrequests\"][\"namespaced\"] is False)({x[\"name\"]: x for x in d[\"resources\"]})'"
+
+        # bootstrap tokens added and removed at run time
+        TOK2=ghijkl.0123456789ghijkl
+        ctl POST "/bootstrap-token?token=$TOK2&ttl=3600" > "$TMP/tok2.json"
+        check "POST /bootstrap-token adds the Secret kube-system/bootstrap-token-ghijkl and D/bootstrap-ghijkl.conf" sh -c \
+            "grep -q '\"secret\":\"kube-system/bootstrap-token-ghijkl\"' $TMP/tok2.json && grep -q 'token: $TOK2' $PKI/bootstrap-ghijkl.conf && curl -s --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key $API/api/v1/namespaces/kube-system/secrets/bootstrap-token-ghijkl | grep -q 'bootstrap.kubernetes.io/token'"
+        anon "$API/api/v1/namespaces/kube-public/configmaps/cluster-info" > "$TMP/ci2.json"
+        check "cluster-info is signed for the new token too" idt clusterinfo "$TMP/ci2.json" "$API" "$PKI/ca.crt" $TOK $TOK2
+        check "the new token authenticates (kubectl with D/bootstrap-ghijkl.conf lists CSRs)" sh -c \
+            "kubectl --kubeconfig $PKI/bootstrap-ghijkl.conf --cache-dir $TMP/kcache-id2 get csr -o name | grep -q $C1"
+        ctl DELETE "/bootstrap-token?id=ghijkl" > /dev/null
+        anon "$API/api/v1/namespaces/kube-public/configmaps/cluster-info" > "$TMP/ci3.json"
+        check "DELETE /bootstrap-token: the token is 401 and its signature leaves cluster-info" sh -c \
+            "[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt -H 'Authorization: Bearer $TOK2' $API$CSRS) = 401 ] && $PY $TMP/idtool.py clusterinfo $TMP/ci3.json $API $PKI/ca.crt $TOK"
+        ctl POST "/bootstrap-token?token=zzzzzz.0123456789zzzzzz&expiration=2001-01-01T00:00:00Z" > /dev/null
+        anon "$API/api/v1/namespaces/kube-public/configmaps/cluster-info" > "$TMP/ci4.json"
+        check "an expired token is 401 and does not sign cluster-info" sh -c \
+            "[ \$(curl -s -o /dev/null -w '%{http_code}' --cacert $PKI/ca.crt -H 'Authorization: Bearer zzzzzz.0123456789zzzzzz' $API$CSRS) = 401 ] && $PY $TMP/idtool.py clusterinfo $TMP/ci4.json $API $PKI/ca.crt $TOK"
+        ctl POST /reset-counters > /dev/null
+        ctl GET /state > "$TMP/id-state3.json"
+        check "/reset-counters zeroes the bearer, 401/403 and CSR counters (pending stays)" jtest "$TMP/id-state3.json" \
+            'd["requests_by_bearer_user"]=={} and d["requests_bearer_without_client_cert"]=={} and d["requests_unauthorized"]=={} and d["requests_forbidden"]=={} and d["csr"]["created"]==0 and d["csr"]["issued"]==0 and d["csr"]["pending"]==0'
+        kill "$DPID" 2>/dev/null
+        cp "$PKI/admin.crt" "$TMP/admin-before.crt"
+        cp "$PKI/admin.key" "$TMP/admin-before.key"
+        if start_double id2 --seed none --pki-dir "$PKI" --cert-lifetime 3600; then
+            API="https://127.0.0.1:$PORT"
+            check "a double restarted on the same --pki-dir keeps the CA: the admin certificate of the first run still works" sh -c \
+                "curl -s -m 10 --cacert $PKI/ca.crt --cert $TMP/admin-before.crt --key $TMP/admin-before.key $API/api/v1/namespaces | grep -q NamespaceList && ! cmp -s $TMP/admin-before.crt $PKI/admin.crt"
+            idt csr "$TMP/e1.json" "$TMP/e1.key" system:node:node-a openyurt:yurthub,system:nodes "" "" \
+                kubernetes.io/kube-apiserver-client "digital signature,key encipherment,client auth" 900
+            E1=$(curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" --data-binary @"$TMP/e1.json" "$API$CSRS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')
+            ctl POST "/csr?name=$E1&action=approve" > "$TMP/e1.csr.json"
+            check "without --csr-auto-approve a yurthub CSR waits for POST /csr?action=approve; expirationSeconds 900 < --cert-lifetime 3600: 900 s, backdated 90 s" \
+                sh -c "curl -s -m 10 --cacert $PKI/ca.crt --cert $PKI/admin.crt --key $PKI/admin.key $API$CSRS/$E1 > $TMP/e1.csr.json && $PY $TMP/idtool.py cert $TMP/e1.csr.json $PKI/ca.crt lifetime=900 backdate=90"
+            ctl POST "/signer?cert_lifetime=3" > /dev/null
+            idt csr "$TMP/e2.json" "$TMP/e2.key" system:node:node-a openyurt:yurthub,system:nodes "" "" \
+                kubernetes.io/kube-apiserver-client "digital signature,key encipherment,client auth"
+            E2=$(curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" --data-binary @"$TMP/e2.json" "$API$CSRS" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["metadata"]["name"])')
+            ctl POST "/csr?name=$E2&action=approve" > /dev/null
+            curl -s -m 10 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$API$CSRS/$E2" \
+                | "$PY" -c 'import base64,json,sys; sys.stdout.write(base64.b64decode(json.load(sys.stdin)["status"]["certificate"]).decode())' > "$TMP/e2.crt"
+            check "POST /signer?cert_lifetime=3: a 3 s certificate; once expired, its open connection gets 401 and a new one fails the handshake" "$PY" - "$PORT" "$PKI/ca.crt" "$TMP/e2.crt" "$TMP/e2.key" <<'EOF'
+import http.client, ssl, sys, time
+port, ca, crt, key = int(sys.argv[1]), *sys.argv[2:]
+ctx = ssl.create_default_context(cafile=ca)
+ctx.load_cert_chain(crt, key)
+c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
+def get():
+    c.request("GET", "/api/v1/namespaces")
+    r = c.getresponse()
+    r.read()
+    return r.status
+assert get() == 200
+time.sleep(3.5)
+assert get() == 401
+try:
+    c2 = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10)
+    c2.request("GET", "/version")      # TLS 1.3: the server's alert comes with the answer
+    c2.getresponse().read()
+    sys.exit("the expired certificate made a new connection")
+except (ssl.SSLError, OSError, http.client.HTTPException):
+    pass
+EOF
+            kill "$DPID" 2>/dev/null
+        else
+            nok "restarted identity double started"
+        fi
+    else
+        nok "identity double started"
+    fi
+else
+    echo "# identity: skipped, python3-cryptography is missing"
+    nok "python3-cryptography (scripts/deps.sh installs it)"
 fi
 
 echo "RESULT: $PASS passed, $FAIL failed"
