@@ -3,7 +3,8 @@
  *
  * Order of start: the store (recovery) first, so that /v1/readyz is true as
  * soon as the server listens - a node that boots offline is served at once;
- * then the cloud side (identity, health), the cache workers, the server.
+ * then the cloud side (identity, health), the cache workers, the dummy
+ * interface, the server (which listens on the interface's address too).
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by the
  * main thread with sigwait(), so that no handler runs inside library code.
  */
