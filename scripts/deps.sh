@@ -4,7 +4,7 @@
 set -eu
 
 PKGS="gcc make pkg-config meson ninja-build clang libclang-rt-14-dev
-libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libyajl-dev libjansson-dev libyaml-dev
+libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libyajl-dev libjansson-dev libyaml-dev libmnl-dev
 zlib1g-dev libcmocka-dev openssl nginx-light
 etcd-server etcd-client python3 python3-kubernetes python3-cryptography curl valgrind
 prometheus"

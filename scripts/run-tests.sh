@@ -19,7 +19,7 @@ tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_stream tests/test_cache tests/test_requestinfo
 tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json
-tests/test_filter tests/test_rewrite tests/test_informer
+tests/test_filter tests/test_rewrite tests/test_informer tests/test_dummy
 tests/contract_disk
 tests/crash_test
 tests/fault/test_order_check tests/fault/test_write_order tests/fault/test_disk_faults_inject
@@ -33,6 +33,7 @@ py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
 py:tests/e2e/test_real_clients.py
 py:tests/e2e/test_tls.py
+py:tests/e2e/test_dummy_if.py
 py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py
 py:tests/e2e/test_deletions.py

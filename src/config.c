@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "filter/filter.h"
+#include "netif/dummy.h"
 #include "util/buf.h"
 
 enum flag_type { F_STR, F_INT, F_BOOL, F_LIST, F_DURATION, F_IGNORED, F_IGNORED_BOOL };
@@ -101,8 +102,14 @@ static const struct flag flags[] = {
     {"namespace", F_STR, OFF(namespace), "kube-system",
      "Namespace of the hub's configmap yurt-hub-cfg (filters' extra components, cache agents)."},
     {"enable-dummy-if", F_BOOL, OFF(enable_dummy_if), "true",
-     "The filters point in-cluster clients at the hub on --dummy-if-ip and --proxy-secure-port; "
-     "false: on --bind-proxy-address. (The interface itself is not created by this hub.)"},
+     "Make the dummy interface --dummy-if-name holding --dummy-if-ip (needs CAP_NET_ADMIN; "
+     "without it the hub warns and goes on without the interface), keep it (checked every 60 s) "
+     "and delete it at stop; both proxy ports listen on --dummy-if-ip too, and the filters point "
+     "in-cluster clients at --dummy-if-ip and --proxy-secure-port. false: no interface, and the "
+     "filters point at --bind-proxy-address."},
+    {"dummy-if-name", F_STR, OFF(dummy_if_name), "hub-dummy0",
+     "Name of the dummy interface: 1 to 15 characters, no '/', ':' or white space. A link of "
+     "that name that is not a dummy is never used nor deleted."},
     {"dummy-if-ip", F_STR, OFF(dummy_if_ip), "",
      "The hub's address for in-cluster clients: in 169.254.0.0/16, outside 169.254.31.0/24 and "
      "not 169.254.1.1, or an IPv6 address; empty: 169.254.2.1 (fd00::2:1 when --bind-address is "
@@ -138,7 +145,6 @@ static const struct flag flags[] = {
     {"root-dir", F_IGNORED, 0, "", NULL},
     {"kubelet-health-grace-period", F_IGNORED, 0, "", NULL},
     {"gc-frequency", F_IGNORED, 0, "", NULL},
-    {"dummy-if-name", F_IGNORED, 0, "", NULL},
     {"enable-iptables", F_IGNORED_BOOL, 0, "", NULL},
     {"hub-cert-organizations", F_IGNORED, 0, "", NULL},
     {"profiling", F_IGNORED_BOOL, 0, "", NULL},
@@ -569,6 +575,12 @@ static int validate_modes(struct config *c, char **err)
 				  "address in 169.254.0.0/16, outside 169.254.31.0/24 and not "
 				  "169.254.1.1, or an IPv6 address%s",
 				  c->dummy_if_ip, NULL),
+		       -1;
+	/* as Linux checks it: refused here rather than warned about at start */
+	if (!dummy_name_ok(c->dummy_if_name))
+		return *err = msg("invalid value \"%s\" for flag --dummy-if-name: want 1 to 15 "
+				  "characters, no '/', ':' or white space, not . or ..%s",
+				  c->dummy_if_name, NULL),
 		       -1;
 	if (!*c->namespace)
 		return *err = strdup("invalid value for flag --namespace: empty"), -1;

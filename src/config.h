@@ -53,7 +53,8 @@ struct config {
 	bool enable_resource_filter;
 	struct strlist disabled_resource_filters;
 	bool enable_node_pool, enable_pool_service_topology;
-	bool enable_dummy_if;
+	bool enable_dummy_if; /* make the dummy interface, listen and point the filters there */
+	char *dummy_if_name;
 	char *dummy_if_ip; /* "" until validated: then the default for the address family */
 
 	int heartbeat_interval_seconds;

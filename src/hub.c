@@ -3,7 +3,8 @@
  *
  * Order of start: the store (recovery) first, so that /v1/readyz is true as
  * soon as the server listens - a node that boots offline is served at once;
- * then the cloud side (identity, health), the cache workers, the server.
+ * then the cloud side (identity, health), the cache workers, the dummy
+ * interface, the server (which listens on the interface's address too).
  * Signals: SIGTERM and SIGINT are blocked in every thread and taken by the
  * main thread with sigwait(), so that no handler runs inside library code.
  */
@@ -27,6 +28,7 @@
 #include "http/limits.h"
 #include "http/response.h"
 #include "metrics/metrics.h"
+#include "netif/keeper.h"
 #include "proxy/outbox.h"
 #include "proxy/proxy.h"
 #include "server/server.h"
@@ -51,6 +53,7 @@ struct hub {
 	struct server *server;
 	struct housekeeping *housekeeping; /* object count; etcd tombstones, strays */
 	struct cluster *cluster;	   /* what the response filters know */
+	struct netif_keeper *netif;	   /* the dummy interface; NULL without it */
 	char *proxy_url, *hub_port;	   /* the cluster's settings */
 	atomic_bool ready;		   /* the store has recovered */
 };
@@ -211,6 +214,20 @@ static int start_cluster(struct hub *h)
 	return (h->cluster = cluster_new(&s)) ? 0 : -1;
 }
 
+/* ---- the dummy interface (docs/install.md) ---- */
+
+/* Make the dummy interface (--enable-dummy-if) and return its address, on
+ * which both proxy ports then listen too; NULL without it - not asked for,
+ * or not possible, which keeper.c has warned about - so that nothing
+ * listens there. */
+static const char *start_dummy_if(struct hub *h)
+{
+	if (!h->cfg->enable_dummy_if)
+		return NULL;
+	h->netif = netif_keeper_start(h->cfg->dummy_if_name, h->cfg->dummy_if_ip);
+	return h->netif ? h->cfg->dummy_if_ip : NULL;
+}
+
 /* The store and what writes it; none in cloud mode. */
 static int start_store(struct hub *h)
 {
@@ -266,7 +283,7 @@ static int start(struct hub *h)
 	h->gate.m = &h->metrics;
 	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h,
 				       &h->metrics,  &h->gate};
-	if (server_start(h->cfg, &routes, &h->server) < 0)
+	if (server_start(h->cfg, &routes, start_dummy_if(h), &h->server) < 0)
 		return -1;
 	/* the informers read through the proxy port, open from here on */
 	return cluster_run(h->cluster);
@@ -278,6 +295,7 @@ static void stop(struct hub *h)
 	server_quiesce(h->server);
 	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
 	server_stop(h->server);	       /* joins every connection thread */
+	netif_keeper_stop(h->netif);   /* once nothing listens on it */
 	cluster_free(h->cluster);      /* its informers' requests ended with the server */
 	free(h->proxy_url);
 	free(h->hub_port);

@@ -10,6 +10,7 @@
  *   cloud/    the cloud's API servers: identity, balancing, health
  *   cache/    what is cached and how responses become store operations
  *   storage/  the store
+ *   netif/    the dummy interface the proxy ports also listen on
  *   metrics/  counters for /metrics
  *
  * hub.c alone knows all of them; it also answers the serve port

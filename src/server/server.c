@@ -35,9 +35,14 @@ struct daemon_ctx {
 	int quiesced_fd; /* the listening socket once quiesced: ours to close */
 };
 
+/* the serve port, and each proxy port on --bind-proxy-address and on the
+ * dummy interface's address */
+#define MAX_DAEMONS 5
+
 struct server {
 	struct server_routes routes;
-	struct daemon_ctx proxy, proxy_tls, hubd;
+	struct daemon_ctx daemons[MAX_DAEMONS];
+	size_t n; /* started, or being started */
 	struct buf tls_cert, tls_key, client_ca;
 };
 
@@ -204,11 +209,14 @@ static int bind_addr(const char *host, int port, struct sockaddr_storage *ss, so
 	return -1;
 }
 
-static int start_daemon(struct server *s, struct daemon_ctx *dc, enum port_kind kind,
-			const char *host, int port)
+static int start_daemon(struct server *s, enum port_kind kind, const char *host, int port)
 {
+	if (s->n == MAX_DAEMONS)
+		return -1; /* cannot be: server_start() starts at most that many */
+	struct daemon_ctx *dc = &s->daemons[s->n++];
 	dc->routes = &s->routes;
 	dc->kind = kind;
+	dc->quiesced_fd = -1;
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	if (bind_addr(host, port, &ss, &sl) < 0) {
@@ -270,22 +278,42 @@ static bool is_loopback(const char *host)
 	return !strncmp(host, "127.", 4) || !strcmp(host, "::1");
 }
 
-int server_start(const struct config *cfg, const struct server_routes *routes, struct server **out)
+/* Whether a socket bound to bind takes the connections to addr too: the
+ * same address, or the wildcard of its family. */
+static bool covers(const char *bind, const char *addr)
+{
+	bool v6 = strchr(addr, ':') != NULL;
+	return !strcmp(bind, addr) || !strcmp(bind, v6 ? "::" : "0.0.0.0");
+}
+
+/* A proxy port on --bind-proxy-address, and on the dummy address if any. */
+static int start_proxy_port(struct server *s, enum port_kind kind, const struct config *cfg,
+			    int port, const char *dummy_addr)
+{
+	if (start_daemon(s, kind, cfg->bind_proxy_address, port) < 0)
+		return -1;
+	if (dummy_addr && !covers(cfg->bind_proxy_address, dummy_addr) &&
+	    start_daemon(s, kind, dummy_addr, port) < 0)
+		return -1;
+	return 0;
+}
+
+int server_start(const struct config *cfg, const struct server_routes *routes,
+		 const char *dummy_addr, struct server **out)
 {
 	struct server *s = calloc(1, sizeof *s);
 	*out = s;
 	if (!s)
 		return -1;
 	s->routes = *routes;
-	s->proxy.quiesced_fd = s->proxy_tls.quiesced_fd = s->hubd.quiesced_fd = -1;
-	if (start_daemon(s, &s->hubd, PORT_HUB, cfg->bind_address, cfg->serve_port) < 0)
+	if (start_daemon(s, PORT_HUB, cfg->bind_address, cfg->serve_port) < 0)
 		return -1;
 	if (!is_loopback(cfg->bind_proxy_address))
 		log_warn("the plain HTTP proxy listens on %s, not on loopback: any host that "
 			 "reaches it can use the node's identity",
 			 cfg->bind_proxy_address);
 	if (cfg->proxy_port &&
-	    start_daemon(s, &s->proxy, PORT_PROXY, cfg->bind_proxy_address, cfg->proxy_port) < 0)
+	    start_proxy_port(s, PORT_PROXY, cfg, cfg->proxy_port, dummy_addr) < 0)
 		return -1;
 	if (!cfg->proxy_secure_port)
 		return 0;
@@ -296,8 +324,7 @@ int server_start(const struct config *cfg, const struct server_routes *routes, s
 		return 0;
 	}
 	if (load_tls(s, cfg) < 0 ||
-	    start_daemon(s, &s->proxy_tls, PORT_PROXY_TLS, cfg->bind_proxy_address,
-			 cfg->proxy_secure_port) < 0)
+	    start_proxy_port(s, PORT_PROXY_TLS, cfg, cfg->proxy_secure_port, dummy_addr) < 0)
 		return -1;
 	return 0;
 }
@@ -306,10 +333,11 @@ void server_quiesce(struct server *s)
 {
 	if (!s)
 		return;
-	struct daemon_ctx *all[] = {&s->proxy, &s->proxy_tls, &s->hubd};
-	for (int i = 0; i < 3; i++)
-		if (all[i]->d && all[i]->quiesced_fd < 0)
-			all[i]->quiesced_fd = MHD_quiesce_daemon(all[i]->d);
+	for (size_t i = 0; i < s->n; i++) {
+		struct daemon_ctx *dc = &s->daemons[i];
+		if (dc->d && dc->quiesced_fd < 0)
+			dc->quiesced_fd = MHD_quiesce_daemon(dc->d);
+	}
 }
 
 void server_stop(struct server *s)
@@ -318,12 +346,12 @@ void server_stop(struct server *s)
 		return;
 	/* Stop accepting first, everywhere; then wait for the connections. */
 	server_quiesce(s);
-	struct daemon_ctx *all[] = {&s->proxy, &s->proxy_tls, &s->hubd};
-	for (int i = 0; i < 3; i++) {
-		if (all[i]->d)
-			MHD_stop_daemon(all[i]->d);
+	for (size_t i = 0; i < s->n; i++) {
+		struct daemon_ctx *dc = &s->daemons[i];
+		if (dc->d)
+			MHD_stop_daemon(dc->d);
 		/* only now: a connection thread may use it until the stop */
-		if (all[i]->quiesced_fd >= 0 && close(all[i]->quiesced_fd) < 0)
+		if (dc->quiesced_fd >= 0 && close(dc->quiesced_fd) < 0)
 			log_v(1, "closing a listening socket: %s", strerror(errno));
 	}
 	buf_free(&s->tls_cert);

@@ -12,6 +12,10 @@
  * the limits of http/limits.h (--max-requests-in-flight, the body sizes),
  * and collected the body.  It counts every finished proxy request in the metrics.
  *
+ * Each port listens on one address, the proxy ports on a second one too
+ * when the hub has its dummy interface: one libmicrohttpd daemon per
+ * address and port, each with its own listener thread.
+ *
  * Threading: one thread per client connection (MHD_USE_THREAD_PER_CONNECTION),
  * capped by a connection limit.  A connection's thread does all the work of
  * its requests: it may block waiting for the cloud or for a local watch
@@ -40,8 +44,11 @@ struct server_routes {
 struct server;
 
 /* Start the daemons; 0, or -1 with the reason logged (*out is set either
- * way, for server_stop). */
-int server_start(const struct config *cfg, const struct server_routes *routes, struct server **out);
+ * way, for server_stop).  dummy_addr: NULL, or a second address both proxy
+ * ports listen on besides --bind-proxy-address, with the same handler (the
+ * dummy interface's, for the node's pods). */
+int server_start(const struct config *cfg, const struct server_routes *routes,
+		 const char *dummy_addr, struct server **out);
 /* Stop accepting connections; the ones open go on. */
 void server_quiesce(struct server *s);
 /* Stop accepting, end long requests, join every connection thread. */

@@ -161,11 +161,24 @@ class Etcd:
         self.log.close()
 
 
+def without_net_admin():
+    """The command prefix that runs a program without CAP_NET_ADMIN, so that
+    a hub started by a test as root cannot make its dummy interface in the
+    host's network (tests run side by side on one machine, and the interface
+    is test_dummy_if.py's, in a namespace of its own): every hub then starts
+    as it would without root, warning that it goes on without the interface.
+    Empty when not root: the capability is not there to drop."""
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        return []
+    return ["setpriv", "--bounding-set=-net_admin", "--inh-caps=-net_admin", "--"]
+
+
 class Hub:
-    """The yurthub binary under test."""
+    """The yurthub binary under test.  net_admin=True keeps CAP_NET_ADMIN
+    (root's), with which the hub makes its dummy interface."""
 
     def __init__(self, workdir, servers, extra=(), cache=None, name="hub", node="node1",
-                 binary=None, wrapper=(), ready_timeout=30, env=None):
+                 binary=None, wrapper=(), ready_timeout=30, env=None, net_admin=False):
         self.workdir = workdir
         self.env = dict(os.environ, **(env or {}))
         self.cache = cache or os.path.join(workdir, name + "-cache")
@@ -174,7 +187,8 @@ class Hub:
         self.url = "http://127.0.0.1:%d" % self.proxy_port
         self.logpath = os.path.join(workdir, name + ".log")
         self.ready_timeout = ready_timeout
-        self.args = [*wrapper, binary or HUB_BIN, "--server-addr=" + ",".join(servers),
+        self.args = [*([] if net_admin else without_net_admin()), *wrapper, binary or HUB_BIN,
+                     "--server-addr=" + ",".join(servers),
                      "--node-name=" + node, "--proxy-port=%d" % self.proxy_port, "--serve-port=%d" % self.serve_port,
                      "--proxy-secure-port=0", "--disk-cache-path=" + self.cache,
                      "--heartbeat-interval-seconds=1", "-v", "2", *extra]

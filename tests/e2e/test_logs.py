@@ -18,7 +18,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import HUB_BIN, Double, Hub, Suite, free_port, request, wait_for  # noqa: E402
+from harness import (HUB_BIN, Double, Hub, Suite, free_port, request, wait_for,  # noqa: E402
+                     without_net_admin)
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 KUBE_PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
@@ -120,7 +121,8 @@ def test_etcd_startup(t, double):
     e1, e2 = "http://127.0.0.1:%d" % free_port(), "http://127.0.0.1:%d" % free_port()
     serve = free_port()
     with open(log, "wb") as f:
-        p = subprocess.Popen([HUB_BIN, "--server-addr=" + double.url, "--node-name=node1",
+        p = subprocess.Popen([*without_net_admin(), HUB_BIN,
+                              "--server-addr=" + double.url, "--node-name=node1",
                               "--storage=etcd", "--etcd-servers=%s,%s" % (e1, e2),
                               "--etcd-prefix=/obs-registry", "--proxy-port=0",
                               "--serve-port=%d" % serve, "--proxy-secure-port=10268",
@@ -234,7 +236,10 @@ def test_text_v4_lines(t, double):
 
 
 def test_quiet_v0(t, double):
-    hub = Hub(t.workdir, [double.url], extra=["-v", "0"], name="quiet")
+    # Without its dummy interface: a hub started by a test has no
+    # CAP_NET_ADMIN (harness.without_net_admin) and would warn about it.
+    hub = Hub(t.workdir, [double.url], extra=["-v", "0", "--enable-dummy-if=false"],
+              name="quiet")
     try:
         statuses = traffic(hub)
         traffic(hub, watch_seconds=1)

@@ -532,15 +532,18 @@ static void test_filter_flags_refused(void **state)
 static void test_ignored_flags(void **state)
 {
 	struct config c;
-	const char *const argv[] = {"--profiling=true",	    "--bootstrap-file=/x",
-				    "--dummy-if-name=hub0", REQ,
-				    "--gc-frequency",	    "120",
+	const char *const argv[] = {"--profiling=true",
+				    "--bootstrap-file=/x",
+				    "--root-dir=/var/lib/yurthub",
+				    REQ,
+				    "--gc-frequency",
+				    "120",
 				    "--enable-iptables"};
 	parse_ok(&c, ARGC(argv), argv);
 	assert_int_equal(c.ignored.n, 5);
 	assert_string_equal(c.ignored.v[0], "profiling");
 	assert_string_equal(c.ignored.v[1], "bootstrap-file");
-	assert_string_equal(c.ignored.v[2], "dummy-if-name");
+	assert_string_equal(c.ignored.v[2], "root-dir");
 	assert_string_equal(c.ignored.v[3], "gc-frequency");
 	assert_string_equal(c.ignored.v[4], "enable-iptables");
 	/* Their values went nowhere; the real flags still landed. */
@@ -569,8 +572,47 @@ static void test_ignored_flags(void **state)
 	config_free(&c);
 
 	/* An ignored boolean still wants a boolean. */
-	const char *const bad[] = {"--enable-dummy-if=maybe"};
-	parse_fails(1, bad, "--enable-dummy-if", NULL);
+	const char *const bad[] = {"--enable-iptables=maybe"};
+	parse_fails(1, bad, "--enable-iptables", NULL);
+}
+
+/* ---- the dummy interface ---- */
+
+static void test_dummy_if_name(void **state)
+{
+	struct config c;
+	char *err = NULL;
+	const char *const none[] = {REQ};
+	validate_ok(ARGC(none), none, &c);
+	assert_string_equal(c.dummy_if_name, "hub-dummy0");
+	assert_false(strlist_has(&c.ignored, "dummy-if-name"));
+	config_free(&c);
+
+	/* the older YurtHub's default name, and the longest Linux takes */
+	const char *const names[] = {"yurthub-dummy0", "a", "abcdefghijklmno", "hub.dummy_0-x"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		char arg[64];
+		snprintf(arg, sizeof arg, "--dummy-if-name=%s", names[i]);
+		const char *const argv[] = {REQ, arg};
+		parse_ok(&c, ARGC(argv), argv);
+		assert_int_equal(config_validate(&c, &err), 0);
+		assert_string_equal(c.dummy_if_name, names[i]);
+		assert_int_equal(c.ignored.n, 0);
+		config_free(&c);
+	}
+
+	/* what Linux refuses (dev_valid_name) is refused at once, with the
+	 * interface off too: the flag is wrong either way */
+	refused("--dummy-if-name=abcdefghijklmnop", "--dummy-if-name");
+	refused("--dummy-if-name=", "--dummy-if-name");
+	refused("--dummy-if-name=a/b", "--dummy-if-name");
+	refused("--dummy-if-name=hub:0", "--dummy-if-name");
+	refused("--dummy-if-name=hub 0", "--dummy-if-name");
+	refused("--dummy-if-name=hub\t0", "--dummy-if-name");
+	refused("--dummy-if-name=.", "--dummy-if-name");
+	refused("--dummy-if-name=..", "--dummy-if-name");
+	const char *const off[] = {REQ, "--enable-dummy-if=false", "--dummy-if-name=a/b"};
+	validate_fails(ARGC(off), off, "1 to 15 characters");
 }
 
 /* ---- validation ---- */
@@ -832,6 +874,9 @@ static void test_help_documents_flags(void **state)
 	    "max-requests-in-flight",
 	    "v",
 	    "log-format",
+	    "enable-dummy-if",
+	    "dummy-if-name",
+	    "dummy-if-ip",
 	    "help",
 	    "version",
 	};
@@ -845,6 +890,8 @@ static void test_help_documents_flags(void **state)
 	assert_non_null(strstr(help, "(default 10268)"));
 	assert_non_null(strstr(help, "(default /etc/kubernetes/cache/)"));
 	assert_non_null(strstr(help, "(default 1800s)"));
+	assert_non_null(strstr(help, "(default hub-dummy0)"));
+	assert_non_null(strstr(help, "CAP_NET_ADMIN"));
 	free(help);
 }
 
@@ -852,8 +899,8 @@ static void test_help_does_not_document_ignored_flags(void **state)
 {
 	char *help = help_text();
 	static const char *const ignored[] = {
-	    "dummy-if-name", "bootstrap-file", "join-token",   "enable-iptables",
-	    "profiling",     "node-ip",	       "gc-frequency", "kubelet-health-grace-period",
+	    "root-dir",	 "bootstrap-file", "join-token",   "enable-iptables",
+	    "profiling", "node-ip",	   "gc-frequency", "kubelet-health-grace-period",
 	};
 	for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
 		char name[64];
@@ -963,6 +1010,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_int),
 	    cmocka_unit_test(test_error_then_free_does_not_leak),
 	    cmocka_unit_test(test_ignored_flags),
+	    cmocka_unit_test(test_dummy_if_name),
 	    cmocka_unit_test(test_validate_ok),
 	    cmocka_unit_test(test_validate_required),
 	    cmocka_unit_test(test_validate_bad_url),
