@@ -8,6 +8,7 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,7 +100,8 @@ const char *test_ca_pem(const struct test_ca *ca)
 	return ca->pem;
 }
 
-char *test_ca_sign(struct test_ca *ca, const char *csr_pem, time_t not_before, time_t not_after)
+static char *sign(struct test_ca *ca, const char *csr_pem, time_t not_before, time_t not_after,
+		  bool extensions)
 {
 	gnutls_x509_crq_t crq = NULL;
 	gnutls_x509_crt_t crt = NULL;
@@ -114,7 +116,7 @@ char *test_ca_sign(struct test_ca *ca, const char *csr_pem, time_t not_before, t
 		rc = gnutls_x509_crt_init(&crt);
 	if (rc >= 0)
 		rc = gnutls_x509_crt_set_crq(crt, crq);
-	if (rc >= 0)
+	if (rc >= 0 && extensions)
 		rc = gnutls_x509_crt_set_crq_extensions(crt, crq);
 	if (rc >= 0)
 		rc = gnutls_x509_crt_set_version(crt, 3);
@@ -138,6 +140,17 @@ char *test_ca_sign(struct test_ca *ca, const char *csr_pem, time_t not_before, t
 	if (crq)
 		gnutls_x509_crq_deinit(crq);
 	return out;
+}
+
+char *test_ca_sign(struct test_ca *ca, const char *csr_pem, time_t not_before, time_t not_after)
+{
+	return sign(ca, csr_pem, not_before, not_after, true);
+}
+
+char *test_ca_sign_no_sans(struct test_ca *ca, const char *csr_pem, time_t not_before,
+			   time_t not_after)
+{
+	return sign(ca, csr_pem, not_before, not_after, false);
 }
 
 char *test_ca_issue_pair(struct test_ca *ca, const struct x509_template *t, time_t not_before,

@@ -23,6 +23,10 @@ const char *test_ca_pem(const struct test_ca *ca);
  * to not_after.  The certificate PEM (malloc'ed), or NULL when the request
  * does not parse or its signature is wrong. */
 char *test_ca_sign(struct test_ca *ca, const char *csr_pem, time_t not_before, time_t not_after);
+/* The same, but the request's extensions (its SANs) left out: a signer
+ * that does not give what was asked. */
+char *test_ca_sign_no_sans(struct test_ca *ca, const char *csr_pem, time_t not_before,
+			   time_t not_after);
 
 /* A new key and a certificate for the template, signed by the CA: the PEM
  * of the certificate then the key (malloc'ed), or NULL. */
