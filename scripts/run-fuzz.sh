@@ -50,6 +50,8 @@ dict_of() {
 	fuzz_kubeconfig) d=yaml ;;
 	fuzz_patch) d=patch ;;
 	fuzz_etcd_client) d=etcd ;;
+	fuzz_x509) d=pem ;;
+	fuzz_jws) d=jws ;;
 	fuzz_list_stream | fuzz_watch_stream | fuzz_rewrite | fuzz_meta | fuzz_view | fuzz_journal | fuzz_outbox)
 		d=json ;;
 	*) return 0 ;;

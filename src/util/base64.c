@@ -2,7 +2,8 @@
  * base64.c - RFC 4648 base64, standard alphabet with '=' padding: decoding
  * kubeconfig *-data fields and etcd JSON-gateway keys and values, encoding
  * the latter.  Decoding skips whitespace and rejects anything else that is
- * not exactly the padded form.
+ * not exactly the padded form.  The URL-safe variant (the parts of a JWS) is
+ * strict the other way: no whitespace, no padding, one text per value.
  */
 #include "util/base64.h"
 
@@ -119,5 +120,95 @@ bad:
 	out->len = keep;
 	if (out->data)
 		out->data[keep] = '\0';
+	return -1;
+}
+
+/* ---- base64url (RFC 4648 section 5), unpadded ---- */
+
+static const char url_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int base64url_encode(const void *data, size_t len, struct buf *out)
+{
+	const unsigned char *p = data;
+	if (len / 3 >= SIZE_MAX / 4 - 1 || buf_reserve(out, (len + 2) / 3 * 4) < 0)
+		return -1;
+	char *o = out->data + out->len;
+	size_t i = 0;
+	for (; i + 3 <= len; i += 3) {
+		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		*o++ = url_alphabet[v >> 18];
+		*o++ = url_alphabet[v >> 12 & 63];
+		*o++ = url_alphabet[v >> 6 & 63];
+		*o++ = url_alphabet[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)p[i] << 16;
+		if (i + 1 < len)
+			v |= (uint32_t)p[i + 1] << 8;
+		*o++ = url_alphabet[v >> 18];
+		*o++ = url_alphabet[v >> 12 & 63];
+		if (i + 1 < len)
+			*o++ = url_alphabet[v >> 6 & 63];
+	}
+	out->len = (size_t)(o - out->data);
+	out->data[out->len] = '\0';
+	return 0;
+}
+
+static int url_sextet(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	return -1;
+}
+
+int base64url_decode(const char *text, size_t len, struct buf *out)
+{
+	if (len % 4 == 1) /* 6 bits: not even one byte */
+		return -1;
+	if (buf_reserve(out, len / 4 * 3 + 2) < 0)
+		return -1;
+	size_t keep = out->len;
+	unsigned char *o = (unsigned char *)out->data + out->len;
+	uint32_t acc = 0;
+	int n = 0;
+	for (size_t i = 0; i < len; i++) {
+		int v = url_sextet(text[i]);
+		if (v < 0)
+			goto bad;
+		acc = acc << 6 | (uint32_t)v;
+		if (++n == 4) {
+			*o++ = (unsigned char)(acc >> 16);
+			*o++ = (unsigned char)(acc >> 8);
+			*o++ = (unsigned char)acc;
+			acc = 0;
+			n = 0;
+		}
+	}
+	if (n == 2) { /* 12 bits: one byte and 4 spare */
+		if (acc & 0xf)
+			goto bad;
+		*o++ = (unsigned char)(acc >> 4);
+	} else if (n == 3) { /* 18 bits: two bytes and 2 spare */
+		if (acc & 0x3)
+			goto bad;
+		*o++ = (unsigned char)(acc >> 10);
+		*o++ = (unsigned char)(acc >> 2);
+	}
+	out->len = (size_t)((char *)o - out->data);
+	out->data[out->len] = '\0';
+	return 0;
+bad:
+	out->len = keep;
+	out->data[keep] = '\0';
 	return -1;
 }

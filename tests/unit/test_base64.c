@@ -1,7 +1,8 @@
 /*
  * test_base64.c - util/base64: the RFC 4648 test vectors both ways,
  * whitespace, malformed input (which must leave the buffer as it was), and
- * round trips of random binary of every length up to a few blocks.
+ * round trips of random binary of every length up to a few blocks.  Then
+ * base64url as JWS uses it: unpadded, and strict (one text per value).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -221,6 +222,103 @@ static void test_wrapped_round_trip(void **state)
 	buf_free(&dec);
 }
 
+/* ---- base64url ---- */
+
+/* RFC 4648 section 10 without the padding (RFC 7515 section 2). */
+static const struct {
+	const char *plain, *encoded;
+} url_vectors[] = {
+    {"", ""},		{"f", "Zg"},	      {"fo", "Zm8"},	      {"foo", "Zm9v"},
+    {"foob", "Zm9vYg"}, {"fooba", "Zm9vYmE"}, {"foobar", "Zm9vYmFy"},
+};
+
+static void test_url_vectors(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(url_vectors); i++) {
+		struct buf b = BUF_INIT;
+		const char *p = url_vectors[i].plain, *e = url_vectors[i].encoded;
+		assert_int_equal(base64url_encode(p, strlen(p), &b), 0);
+		assert_string_equal(buf_cstr(&b), e);
+		buf_reset(&b);
+		assert_int_equal(base64url_decode(e, strlen(e), &b), 0);
+		assert_int_equal(b.len, strlen(p));
+		assert_string_equal(buf_cstr(&b), p);
+		buf_free(&b);
+	}
+}
+
+/* '-' and '_' where the standard alphabet has '+' and '/'. */
+static void test_url_alphabet(void **state)
+{
+	static const unsigned char bin[] = {0xfb, 0xff, 0xbf, 0x00, 0x10, 0x83};
+	struct buf b = BUF_INIT;
+	(void)state;
+	assert_int_equal(base64url_encode(bin, sizeof bin, &b), 0);
+	assert_string_equal(b.data, "-_-_ABCD");
+	buf_reset(&b);
+	assert_int_equal(base64url_decode("-_-_ABCD", 8, &b), 0);
+	assert_int_equal(b.len, sizeof bin);
+	assert_memory_equal(b.data, bin, sizeof bin);
+	buf_free(&b);
+}
+
+static const char *const url_malformed[] = {
+    "Zg==",	    /* padding */
+    "Zm8=",	    /* padding */
+    "Z",	    /* one sextet */
+    "Zm9vY",	    /* 1 mod 4 */
+    "Zm9v+",	    /* standard alphabet */
+    "Zm9v/A",	    /* standard alphabet */
+    " Zm9v",	    /* whitespace */
+    "Zm9v\n",	    /* whitespace */
+    "Zh",	    /* spare bits set: "Zg" is the one text of "f" */
+    "Zm9",	    /* spare bits set: "Zm8" is the one text of "fo" */
+    "Zm9vYmF",	    /* spare bits set: "Zm9vYmE" is "fooba" */
+    "Zm\x01v",	    /* control character */
+    "Zm9v\xc3\xa9", /* non-ASCII */
+};
+
+static void test_url_malformed(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(url_malformed); i++) {
+		struct buf b = BUF_INIT;
+		assert_int_equal(buf_append_str(&b, "keep"), 0);
+		if (base64url_decode(url_malformed[i], strlen(url_malformed[i]), &b) != -1)
+			fail_msg("malformed \"%s\" decoded to \"%s\"", url_malformed[i], b.data);
+		assert_int_equal(b.len, 4);
+		assert_string_equal(b.data, "keep");
+		buf_free(&b);
+	}
+}
+
+/* Every length: encode, decode back; the text has no padding and no
+ * character outside the URL alphabet. */
+static void test_url_round_trip(void **state)
+{
+	unsigned char data[300];
+	uint32_t x = 88172645u;
+	(void)state;
+	for (size_t i = 0; i < sizeof data; i++) {
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		data[i] = (unsigned char)x;
+	}
+	for (size_t len = 0; len <= sizeof data; len++) {
+		struct buf enc = BUF_INIT, dec = BUF_INIT;
+		assert_int_equal(base64url_encode(data, len, &enc), 0);
+		assert_int_equal(enc.len, (len * 4 + 2) / 3);
+		for (size_t i = 0; i < enc.len; i++)
+			assert_null(strchr("+/=", enc.data[i]));
+		assert_int_equal(base64url_decode(enc.data ? enc.data : "", enc.len, &dec), 0);
+		assert_int_equal(dec.len, len);
+		if (len)
+			assert_memory_equal(dec.data, data, len);
+		buf_free(&enc);
+		buf_free(&dec);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -233,6 +331,10 @@ int main(void)
 	    cmocka_unit_test(test_length_is_honoured),
 	    cmocka_unit_test(test_round_trip),
 	    cmocka_unit_test(test_wrapped_round_trip),
+	    cmocka_unit_test(test_url_vectors),
+	    cmocka_unit_test(test_url_alphabet),
+	    cmocka_unit_test(test_url_malformed),
+	    cmocka_unit_test(test_url_round_trip),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
