@@ -37,6 +37,7 @@ struct kc {
 	const char *path; /* for messages; NULL for text */
 	const char *base_dir;
 	char **err;
+	bool names_only; /* file references are taken as written, not opened */
 };
 
 /* ---- errors ---- */
@@ -407,7 +408,7 @@ static int get_file(struct kc *k, yaml_node_t *map, const char *where, const cha
 	free(rel);
 	if (!*out)
 		return kc_oom(k);
-	return check_readable(k, where, key, *out);
+	return k->names_only ? 0 : check_readable(k, where, key, *out);
 }
 
 static int get_data(struct kc *k, yaml_node_t *map, const char *where, const char *key,
@@ -537,11 +538,13 @@ static int fallback_context(struct kc *k, yaml_node_t *root, yaml_node_t *contex
 	if (get_node(k, root, NULL, "clusters", YAML_SEQUENCE_NODE, &clusters) < 0 ||
 	    get_node(k, root, NULL, "users", YAML_SEQUENCE_NODE, &users) < 0)
 		return -1;
-	if (list_len(clusters) != 1 || list_len(users) != 1)
+	/* one cluster and no user: kube-public/cluster-info's kubeconfig */
+	if (list_len(clusters) != 1 || list_len(users) > 1)
 		return kc_fail(k, NULL, "contexts",
-			       "missing (needed unless there is exactly one cluster and one user)");
+			       "missing (needed unless there is exactly one cluster and at most "
+			       "one user)");
 	ch->cluster = 0;
-	ch->user = 0;
+	ch->user = list_len(users) ? 0 : -1;
 	return 0;
 }
 
@@ -647,10 +650,10 @@ static int read_kubeconfig(struct kc *k, const char *path, struct buf *text)
 	return 0;
 }
 
-int kubeconfig_load(const char *path, struct kubeconfig *out, char **err)
+static int load(const char *path, bool names_only, struct kubeconfig *out, char **err)
 {
 	struct buf text = BUF_INIT;
-	struct kc k = {.path = path, .err = err};
+	struct kc k = {.path = path, .err = err, .names_only = names_only};
 	memset(out, 0, sizeof *out);
 	if (err)
 		*err = NULL;
@@ -664,6 +667,16 @@ int kubeconfig_load(const char *path, struct kubeconfig *out, char **err)
 	buf_free(&text);
 	free(dir);
 	return rc;
+}
+
+int kubeconfig_load(const char *path, struct kubeconfig *out, char **err)
+{
+	return load(path, false, out, err);
+}
+
+int kubeconfig_load_names(const char *path, struct kubeconfig *out, char **err)
+{
+	return load(path, true, out, err);
 }
 
 void kubeconfig_free(struct kubeconfig *kc)

@@ -26,6 +26,9 @@ struct kubeconfig {
 
 /* 0, or -1 with *err (malloc'ed, one line: what is wrong and where). */
 int kubeconfig_load(const char *path, struct kubeconfig *out, char **err);
+/* The same, without opening the files it names (their paths are resolved
+ * and given as written): to read what a kubeconfig says, not to use it. */
+int kubeconfig_load_names(const char *path, struct kubeconfig *out, char **err);
 /* The same from text; base_dir resolves relative file references. */
 int kubeconfig_parse(const char *yaml, size_t len, const char *base_dir, struct kubeconfig *out,
 		     char **err);

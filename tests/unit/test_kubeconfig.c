@@ -441,8 +441,16 @@ static void test_no_contexts_fallback(void **state)
 			  "- {name: b, cluster: {server: y}}\n"
 			  "users:\n- {name: u, user: {token: t}}\n";
 	expect_parse_error(two, strlen(two), "contexts: missing");
-	const char *none = "clusters:\n- {name: a, cluster: {server: x}}\n";
-	expect_parse_error(none, strlen(none), "contexts: missing");
+	/* one cluster and no user: the kubeconfig of kube-public/cluster-info */
+	const char *info = "clusters:\n- {name: '', cluster: {server: 'https://x'}}\nusers: null\n";
+	if (kubeconfig_parse(info, strlen(info), NULL, &kc, &err) != 0)
+		fail_msg("%s", err);
+	assert_string_equal(kc.server, "https://x");
+	assert_null(kc.token);
+	kubeconfig_free(&kc);
+	const char *two_users = "clusters:\n- {name: a, cluster: {server: x}}\n"
+				"users:\n- {name: u, user: {token: t}}\n- {name: v, user: {}}\n";
+	expect_parse_error(two_users, strlen(two_users), "contexts: missing");
 }
 
 /* A context without a user gives a cluster and no credentials. */
