@@ -35,6 +35,7 @@ py:tests/e2e/test_online.py
 py:tests/e2e/test_real_clients.py
 py:tests/e2e/test_tls.py
 py:tests/e2e/test_dummy_if.py
+py:tests/e2e/test_identity.py
 py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py
 py:tests/e2e/test_deletions.py

@@ -114,6 +114,33 @@ static const struct flag flags[] = {
      "The hub's address for in-cluster clients: in 169.254.0.0/16, outside 169.254.31.0/24 and "
      "not 169.254.1.1, or an IPv6 address; empty: 169.254.2.1 (fd00::2:1 when --bind-address is "
      "IPv6)."},
+    {"bootstrap-mode", F_STR, OFF(bootstrap_mode_name), "token",
+     "How the hub gets its client certificate (docs/install.md). token: by CSR, authenticated "
+     "with a bootstrap token from --bootstrap-file or --join-token, rotated by the hub; without "
+     "either, the identity flags above are used as given. kubeletcertificate: kubelet's "
+     "certificate (/var/lib/kubelet/pki/kubelet-client-current.pem, CA "
+     "/etc/kubernetes/pki/ca.crt, or --client-cert-file, --client-key-file and --ca-file), "
+     "followed as kubelet rotates it."},
+    {"bootstrap-file", F_STR, OFF(bootstrap_file), "",
+     "kubeconfig with a bootstrap token and the cluster CA (as yurtadm join writes it), for "
+     "--bootstrap-mode=token."},
+    {"join-token", F_STR, OFF(join_token), "",
+     "Bootstrap token (abcdef.0123456789abcdef): the hub finds the cluster CA by kubeadm's "
+     "token discovery and writes <root-dir>/bootstrap-hub.conf."},
+    {"discovery-token-ca-cert-hash", F_LIST, OFF(discovery_ca_hashes), "",
+     "Pins of the cluster CA for token discovery, sha256:<hex of the public key's SHA-256>, "
+     "comma-separated; the CA must match one."},
+    {"discovery-token-unsafe-skip-ca-verification", F_BOOL, OFF(discovery_unsafe_skip), "false",
+     "Accept the CA found by token discovery without a pin (the token's signature still "
+     "vouches for it)."},
+    {"root-dir", F_STR, OFF(root_dir), "/var/lib/yurthub",
+     "Directory of the hub's identity: bootstrap-hub.conf, yurthub.conf, pki/ (certificates "
+     "and keys)."},
+    {"hub-cert-organizations", F_LIST, OFF(hub_cert_organizations), "",
+     "Organizations added to the hub's client certificate besides openyurt:yurthub and "
+     "system:nodes, comma-separated."},
+    {"node-ip", F_STR, OFF(node_ip), "",
+     "This node's IP address, added to the secure port's certificate."},
     {"heartbeat-interval-seconds", F_INT, OFF(heartbeat_interval_seconds), "10",
      "Seconds between health probes of each server."},
     {"heartbeat-timeout-seconds", F_INT, OFF(heartbeat_timeout_seconds), "2",
@@ -137,19 +164,11 @@ static const struct flag flags[] = {
     {"help", F_BOOL, OFF(help), "false", "Print this help and exit."},
     {"version", F_BOOL, OFF(version), "false", "Print the version and exit."},
     /* YurtHub flags without a meaning here: accepted so that its manifests work. */
-    {"bootstrap-file", F_IGNORED, 0, "", NULL},
-    {"join-token", F_IGNORED, 0, "", NULL},
-    {"bootstrap-mode", F_IGNORED, 0, "", NULL},
-    {"discovery-token-ca-cert-hash", F_IGNORED, 0, "", NULL},
-    {"discovery-token-unsafe-skip-ca-verification", F_IGNORED_BOOL, 0, "", NULL},
-    {"root-dir", F_IGNORED, 0, "", NULL},
     {"kubelet-health-grace-period", F_IGNORED, 0, "", NULL},
     {"gc-frequency", F_IGNORED, 0, "", NULL},
     {"enable-iptables", F_IGNORED_BOOL, 0, "", NULL},
-    {"hub-cert-organizations", F_IGNORED, 0, "", NULL},
     {"profiling", F_IGNORED_BOOL, 0, "", NULL},
     {"multiplexer-port", F_IGNORED, 0, "", NULL},
-    {"node-ip", F_IGNORED, 0, "", NULL},
     {"host-control-plane-address", F_IGNORED, 0, "", NULL},
     {"pool-scope-resources", F_IGNORED, 0, "", NULL},
     /* the older YurtHub's pool coordinator and its leader election */
@@ -587,6 +606,81 @@ static int validate_modes(struct config *c, char **err)
 	return 0;
 }
 
+static bool pin_ok(const char *p)
+{
+	if (strncasecmp(p, "sha256:", 7) || strlen(p + 7) != 64)
+		return false;
+	return strspn(p + 7, "0123456789abcdefABCDEF") == 64;
+}
+
+static bool ip_ok(const char *s)
+{
+	unsigned char a[sizeof(struct in6_addr)];
+	return inet_pton(AF_INET, s, a) == 1 || inet_pton(AF_INET6, s, a) == 1;
+}
+
+static int kubelet_default(char **field, const char *path)
+{
+	return **field ? 0 : set_str(field, path);
+}
+
+/* --bootstrap-mode and what goes with it (docs/install.md). */
+static int validate_bootstrap(struct config *c, char **err)
+{
+	bool explicit_id = *c->kubeconfig || *c->client_cert_file || *c->token_file;
+	if (!strcmp(c->bootstrap_mode_name, "token")) {
+		c->bootstrap_mode =
+		    *c->join_token || *c->bootstrap_file ? BOOTSTRAP_TOKEN : BOOTSTRAP_NONE;
+	} else if (!strcmp(c->bootstrap_mode_name, "kubeletcertificate")) {
+		c->bootstrap_mode = BOOTSTRAP_KUBELET;
+	} else {
+		return *err = msg("invalid value \"%s\" for flag --bootstrap-mode: want token or "
+				  "kubeletcertificate",
+				  c->bootstrap_mode_name, NULL),
+		       -1;
+	}
+	for (size_t i = 0; i < c->discovery_ca_hashes.n; i++)
+		if (!pin_ok(c->discovery_ca_hashes.v[i]))
+			return *err = msg(
+				   "invalid value \"%s\" for flag "
+				   "--discovery-token-ca-cert-hash: want sha256:<64 hex digits>",
+				   c->discovery_ca_hashes.v[i], NULL),
+			       -1;
+	if (*c->node_ip && !ip_ok(c->node_ip))
+		return *err = msg("invalid value \"%s\" for flag --node-ip: not an IP address%s",
+				  c->node_ip, NULL),
+		       -1;
+	if (c->bootstrap_mode == BOOTSTRAP_TOKEN) {
+		if (explicit_id)
+			return *err =
+				   strdup("--join-token and --bootstrap-file give the hub its own "
+					  "certificate: do not give --kubeconfig, "
+					  "--client-cert-file or --token-file with them"),
+			       -1;
+		if (*c->join_token && !*c->bootstrap_file && !c->discovery_ca_hashes.n &&
+		    !c->discovery_unsafe_skip)
+			return *err = strdup("--join-token needs --discovery-token-ca-cert-hash to "
+					     "check the cluster CA with (or "
+					     "--discovery-token-unsafe-skip-ca-verification)"),
+			       -1;
+		if (!*c->root_dir)
+			return *err = strdup("invalid value for flag --root-dir: empty"), -1;
+	}
+	if (c->bootstrap_mode == BOOTSTRAP_KUBELET) {
+		if (*c->kubeconfig || *c->token_file)
+			return *err =
+				   strdup("--bootstrap-mode=kubeletcertificate uses kubelet's "
+					  "certificate: do not give --kubeconfig or --token-file"),
+			       -1;
+		if (kubelet_default(&c->client_cert_file, KUBELET_CLIENT_PEM) < 0 ||
+		    kubelet_default(&c->client_key_file, KUBELET_CLIENT_PEM) < 0 ||
+		    kubelet_default(&c->ca_file, KUBELET_CA_FILE) < 0)
+			return *err = strdup("out of memory"), -1;
+		c->client_cert_may_wait = true;
+	}
+	return 0;
+}
+
 int config_validate(struct config *c, char **err)
 {
 	*err = NULL;
@@ -669,7 +763,7 @@ int config_validate(struct config *c, char **err)
 		return *err = strdup("invalid value for flag --min-request-timeout: must be at "
 				     "least 1s (0 would end every offline watch at once)"),
 		       -1;
-	if (validate_modes(c, err) < 0)
+	if (validate_modes(c, err) < 0 || validate_bootstrap(c, err) < 0)
 		return -1;
 	if (strcmp(c->log_format, "text") && strcmp(c->log_format, "json"))
 		return *err = msg("invalid value \"%s\" for flag --log-format: want text or json",
@@ -678,8 +772,9 @@ int config_validate(struct config *c, char **err)
 	const struct {
 		const char *name, *path;
 	} files[] = {{"kubeconfig", c->kubeconfig},
-		     {"client-cert-file", c->client_cert_file},
-		     {"client-key-file", c->client_key_file},
+		     /* kubelet may not have its certificate yet: the hub waits */
+		     {"client-cert-file", c->client_cert_may_wait ? "" : c->client_cert_file},
+		     {"client-key-file", c->client_cert_may_wait ? "" : c->client_key_file},
 		     {"ca-file", c->ca_file},
 		     {"token-file", c->token_file},
 		     {"client-ca-file", c->client_ca_file},

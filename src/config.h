@@ -19,6 +19,14 @@ struct strlist {
 enum lb_mode { LB_RR, LB_PRIORITY };
 enum working_mode { MODE_EDGE, MODE_CLOUD };
 enum storage_kind { STORAGE_DISK, STORAGE_ETCD };
+/* Where the hub's client identity comes from (docs/install.md). */
+enum bootstrap_mode {
+	BOOTSTRAP_NONE,	   /* the identity flags as given (or none) */
+	BOOTSTRAP_TOKEN,   /* its own certificate by CSR, bootstrap token first */
+	BOOTSTRAP_KUBELET, /* kubelet's certificate files */
+};
+#define KUBELET_CLIENT_PEM "/var/lib/kubelet/pki/kubelet-client-current.pem"
+#define KUBELET_CA_FILE	   "/etc/kubernetes/pki/ca.crt"
 
 struct config {
 	struct strlist server_addr;
@@ -45,6 +53,16 @@ struct config {
 	char *client_cert_file, *client_key_file, *ca_file, *token_file;
 
 	struct strlist cache_agents;
+
+	char *bootstrap_mode_name;
+	enum bootstrap_mode bootstrap_mode;
+	char *bootstrap_file, *join_token;
+	struct strlist discovery_ca_hashes;
+	bool discovery_unsafe_skip;
+	char *root_dir;
+	struct strlist hub_cert_organizations;
+	char *node_ip;
+	bool client_cert_may_wait; /* kubelet's files may appear after the start */
 
 	char *working_mode_name;
 	enum working_mode working_mode;

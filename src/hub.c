@@ -25,6 +25,7 @@
 #include "cloud/health.h"
 #include "cloud/upstream.h"
 #include "housekeeping.h"
+#include "hub_identity.h"
 #include "http/limits.h"
 #include "http/response.h"
 #include "metrics/metrics.h"
@@ -54,6 +55,7 @@ struct hub {
 	struct housekeeping *housekeeping; /* object count; etcd tombstones, strays */
 	struct cluster *cluster;	   /* what the response filters know */
 	struct netif_keeper *netif;	   /* the dummy interface; NULL without it */
+	struct hub_identity identity;	   /* certificates: bootstrap, rotation */
 	char *proxy_url, *hub_port;	   /* the cluster's settings */
 	atomic_bool ready;		   /* the store has recovered */
 };
@@ -113,7 +115,8 @@ static void log_startup(const struct config *cfg)
 		buf_printf(&proxy, "%s:%d", cfg->bind_proxy_address, cfg->proxy_port);
 	else
 		buf_append_str(&proxy, "off");
-	if (cfg->proxy_secure_port && *cfg->tls_cert_file && *cfg->client_ca_file)
+	if (cfg->proxy_secure_port && ((*cfg->tls_cert_file && *cfg->client_ca_file) ||
+				       cfg->bootstrap_mode != BOOTSTRAP_NONE))
 		buf_printf(&secure, "%s:%d", cfg->bind_proxy_address, cfg->proxy_secure_port);
 	else
 		buf_append_str(&secure, "off");
@@ -141,9 +144,14 @@ static int hub_endpoint(void *ctx, struct request *req)
 	size_t n = strcspn(path, "?");
 	if (n == 11 && !strncmp(path, "/v1/healthz", n))
 		return reply_text(req, 200, "OK");
+	if (n == 9 && !strncmp(path, "/v1/token", n))
+		return hub_identity_token_endpoint(&h->identity, req);
 	if (n == 10 && !strncmp(path, "/v1/readyz", n)) {
+		const char *why = hub_identity_not_ready(&h->identity);
 		if (!atomic_load(&h->ready))
 			return reply_text(req, 503, "the store is not ready");
+		if (why) /* nothing to answer with yet, online or not */
+			return reply_text(req, 503, why);
 		/* online, the filters need what the cloud says first; offline,
 		 * what is cached is all there is */
 		if (h->cluster && !cluster_synced(h->cluster) && upstream_any_healthy(&h->upstream))
@@ -190,7 +198,6 @@ static char *own_proxy_url(const struct config *cfg)
 static int start_cluster(struct hub *h)
 {
 	const struct config *cfg = h->cfg;
-	h->proxy_url = own_proxy_url(cfg);
 	h->hub_port = str_printf("%d", cfg->proxy_secure_port);
 	if ((cfg->proxy_port && !h->proxy_url) || !h->hub_port)
 		return -1;
@@ -256,6 +263,10 @@ static int start(struct hub *h)
 		free(err);
 		return -1;
 	}
+	h->proxy_url = own_proxy_url(h->cfg);
+	if ((h->cfg->proxy_port && !h->proxy_url) ||
+	    hub_identity_start(&h->identity, h->cfg, &h->upstream, h->proxy_url) < 0)
+		return -1;
 	if (cache_agents_init(&h->agents, h->cfg) < 0 ||
 	    !(h->health = health_new(&h->upstream, h->cfg, &h->metrics)))
 		return -1;
@@ -264,6 +275,7 @@ static int start(struct hub *h)
 	atomic_store(&h->ready, true);
 	if (health_start(h->health) < 0)
 		return -1;
+	hub_identity_health(&h->identity, h->health);
 	struct proxy *p = &h->proxy;
 	p->up = &h->upstream;
 	p->health = h->health;
@@ -283,8 +295,9 @@ static int start(struct hub *h)
 	h->gate.m = &h->metrics;
 	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h,
 				       &h->metrics,  &h->gate};
-	if (server_start(h->cfg, &routes, start_dummy_if(h), &h->server) < 0)
+	if (server_start(h->cfg, &routes, start_dummy_if(h), h->identity.client_ca, &h->server) < 0)
 		return -1;
+	hub_identity_listening(&h->identity, h->server);
 	/* the informers read through the proxy port, open from here on */
 	return cluster_run(h->cluster);
 }
@@ -301,6 +314,7 @@ static void stop(struct hub *h)
 	free(h->hub_port);
 	proxy_free(&h->proxy);
 	outbox_close(h->outbox);
+	hub_identity_stop(&h->identity); /* its hooks use the health checker */
 	health_free(h->health);
 	cache_manager_free(h->cache); /* finishes what was queued */
 	housekeeping_stop(h->housekeeping);

@@ -34,6 +34,7 @@ struct health {
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
+	bool probe_now; /* a regular round at once: the hub's identity changed */
 	bool stop, started, first_done;
 	pthread_cond_t first;
 	bool *fast; /* per backend: a request failed, probe now */
@@ -303,11 +304,14 @@ static void *health_main(void *arg)
 		for (size_t i = 0; i < h->u->n; i++)
 			any_fast |= h->fast[i];
 		if (!any_fast) {
-			int rc = pthread_cond_timedwait(&h->wake, &h->lock, &next);
+			int rc = 0;
+			if (!h->probe_now)
+				rc = pthread_cond_timedwait(&h->wake, &h->lock, &next);
 			if (h->stop)
 				break;
-			if (rc != ETIMEDOUT)
+			if (rc != ETIMEDOUT && !h->probe_now)
 				continue; /* woken for a fast round: loop to see which */
+			h->probe_now = false;
 			for (size_t i = 0; i < h->u->n; i++)
 				count[i] = 1;
 			deadline_in(&next, h->interval_s);
@@ -367,6 +371,16 @@ void health_report_failure(struct health *h, struct backend *b)
 		h->fast[b->index] = true;
 		pthread_cond_signal(&h->wake);
 	}
+	pthread_mutex_unlock(&h->lock);
+}
+
+void health_probe_now(struct health *h)
+{
+	if (!h)
+		return;
+	pthread_mutex_lock(&h->lock);
+	h->probe_now = true;
+	pthread_cond_signal(&h->wake);
 	pthread_mutex_unlock(&h->lock);
 }
 

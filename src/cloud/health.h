@@ -42,6 +42,10 @@ void health_free(struct health *h);
 void health_suspect(struct health *h, struct backend *b);
 long health_suspect_ms(const struct health *h);
 
+/* Probe every backend now rather than at the next interval (the hub has
+ * just got the CA or the certificate it needed to be heard). */
+void health_probe_now(struct health *h);
+
 /* A proxied request could not reach b (connect error, timeout). */
 void health_report_failure(struct health *h, struct backend *b);
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -157,6 +158,21 @@ static int check_pem_pair(const struct buf *cert, const struct buf *key)
 	return rc < 0 ? rc : 0;
 }
 
+/* The expiry of the first certificate of pem (seconds since the epoch),
+ * 0 when there is none. */
+static long long pem_not_after(const struct buf *pem)
+{
+	gnutls_x509_crt_t crt;
+	if (!pem->len || gnutls_x509_crt_init(&crt) < 0)
+		return 0;
+	gnutls_datum_t d = {(unsigned char *)pem->data, (unsigned int)pem->len};
+	long long t = 0;
+	if (gnutls_x509_crt_import(crt, &d, GNUTLS_X509_FMT_PEM) >= 0)
+		t = (long long)gnutls_x509_crt_get_expiration_time(crt);
+	gnutls_x509_crt_deinit(crt);
+	return t > 0 ? t : 0;
+}
+
 /* Re-read one side of the pair into out: the file when it came from one,
  * else the current bytes.  0, or -1 with the reason logged. */
 static int reread_side(const char *path, const struct buf *current, struct buf *out,
@@ -213,6 +229,7 @@ static int recheck_locked(struct upstream *u)
 			buf_wipe_free(&u->key_pem);
 			u->cert_pem = cert;
 			u->key_pem = key;
+			atomic_store(&u->cert_not_after, pem_not_after(&u->cert_pem));
 			cert = (struct buf)BUF_INIT;
 			key = (struct buf)BUF_INIT;
 			log_msg('I', 0, "client certificate reloaded from %s",
@@ -268,17 +285,35 @@ static int identity_from_kubeconfig(struct upstream *u, const struct config *cfg
 	return 0;
 }
 
+/* kubelet's certificate may not be there yet when the hub starts (kubelet
+ * bootstraps it): then the hub waits for the file, as offline. */
+static int read_client_file(struct upstream *u, const struct config *cfg, const char *path,
+			    struct buf *out, char **slot, const char *flag, char **err)
+{
+	if (!*path)
+		return 0;
+	if (set_path(slot, path) < 0)
+		return -1;
+	if (read_pem(path, out, err, flag) == 0)
+		return 0;
+	if (!cfg->client_cert_may_wait)
+		return -1;
+	log_warn("%s; the hub waits for it and answers from its cache meanwhile", *err);
+	free(*err);
+	*err = NULL;
+	buf_reset(out);
+	(void)u;
+	return 0;
+}
+
 static int identity_from_flags(struct upstream *u, const struct config *cfg, char **err)
 {
 	if (*cfg->ca_file && read_pem(cfg->ca_file, &u->ca_pem, err, "ca-file") < 0)
 		return -1;
-	if (*cfg->client_cert_file &&
-	    (read_pem(cfg->client_cert_file, &u->cert_pem, err, "client-cert-file") < 0 ||
-	     set_path(&u->cert_file, cfg->client_cert_file) < 0))
-		return -1;
-	if (*cfg->client_key_file &&
-	    (read_pem(cfg->client_key_file, &u->key_pem, err, "client-key-file") < 0 ||
-	     set_path(&u->key_file, cfg->client_key_file) < 0))
+	if (read_client_file(u, cfg, cfg->client_cert_file, &u->cert_pem, &u->cert_file,
+			     "client-cert-file", err) < 0 ||
+	    read_client_file(u, cfg, cfg->client_key_file, &u->key_pem, &u->key_file,
+			     "client-key-file", err) < 0)
 		return -1;
 	if (*cfg->token_file) {
 		free(u->token_file);
@@ -332,6 +367,8 @@ int upstream_init(struct upstream *u, const struct config *cfg, char **err)
 	}
 	if (rc == 0 && u->token_file)
 		load_token_file(u);
+	atomic_store(&u->cert_not_after, pem_not_after(&u->cert_pem));
+	atomic_store(&u->needs_client_cert, cfg->client_cert_may_wait);
 	/* The stamps stay empty: the first check, a few seconds from now,
 	 * re-reads the files once and finds the same bytes, or a certificate
 	 * rotated while the hub was starting. */
@@ -401,8 +438,6 @@ static void configure(struct upstream *u, CURL *e, bool with_client_cert)
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	if (u->ca_pem.len)
-		set_blob(e, CURLOPT_CAINFO_BLOB, &u->ca_pem);
 	if (u->insecure) {
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -419,6 +454,8 @@ static void configure(struct upstream *u, CURL *e, bool with_client_cert)
 	 * is acceptable, as the old certificate stays valid for a while after
 	 * kubelet rotates. */
 	pthread_mutex_lock(&u->cert_lock);
+	if (u->ca_pem.len)
+		set_blob(e, CURLOPT_CAINFO_BLOB, &u->ca_pem);
 	if ((u->cert_file || u->key_file) &&
 	    now_seconds() - u->cert_checked_at >= CERT_RECHECK_SECONDS)
 		recheck_locked(u);
@@ -429,6 +466,65 @@ static void configure(struct upstream *u, CURL *e, bool with_client_cert)
 		set_blob(e, CURLOPT_SSLKEY_BLOB, &u->key_pem);
 	}
 	pthread_mutex_unlock(&u->cert_lock);
+}
+
+void upstream_prepare_easy(struct upstream *u, CURL *e, bool with_client_cert)
+{
+	configure(u, e, with_client_cert);
+}
+
+int upstream_set_ca(struct upstream *u, const char *pem, size_t len)
+{
+	struct buf ca = BUF_INIT;
+	if (buf_append(&ca, pem, len) < 0)
+		return -1;
+	pthread_mutex_lock(&u->cert_lock);
+	buf_free(&u->ca_pem);
+	u->ca_pem = ca;
+	pthread_mutex_unlock(&u->cert_lock);
+	return 0;
+}
+
+int upstream_set_client_pair(struct upstream *u, const char *pem, size_t len)
+{
+	struct buf cert = BUF_INIT, key = BUF_INIT;
+	if (buf_append(&cert, pem, len) < 0 || buf_append(&key, pem, len) < 0) {
+		buf_wipe_free(&cert);
+		buf_wipe_free(&key);
+		return -1;
+	}
+	pthread_mutex_lock(&u->cert_lock);
+	buf_wipe_free(&u->cert_pem);
+	buf_wipe_free(&u->key_pem);
+	u->cert_pem = cert; /* curl takes the certificate and the key blocks */
+	u->key_pem = key;   /* each from the one PEM */
+	free(u->cert_file);
+	free(u->key_file);
+	u->cert_file = u->key_file = NULL; /* the caller follows the files */
+	atomic_store(&u->cert_not_after, pem_not_after(&u->cert_pem));
+	pthread_mutex_unlock(&u->cert_lock);
+	return 0;
+}
+
+void upstream_require_client_cert(struct upstream *u, bool required)
+{
+	atomic_store(&u->needs_client_cert, required);
+}
+
+bool upstream_identity_pending(struct upstream *u)
+{
+	if (!atomic_load(&u->needs_client_cert))
+		return false;
+	long long t = atomic_load(&u->cert_not_after);
+	if (t && t > (long long)time(NULL))
+		return false;
+	/* kubelet's files: a new pair may be there; looked at once a second */
+	pthread_mutex_lock(&u->cert_lock);
+	if ((u->cert_file || u->key_file) && now_seconds() != u->cert_checked_at)
+		recheck_locked(u);
+	pthread_mutex_unlock(&u->cert_lock);
+	t = atomic_load(&u->cert_not_after);
+	return t == 0 || t <= (long long)time(NULL);
 }
 
 CURL *upstream_easy(struct upstream *u, const struct backend *b, bool with_client_cert)
@@ -510,6 +606,8 @@ static bool usable(const struct backend *b, uint64_t skip)
 
 struct backend *upstream_pick(struct upstream *u, uint64_t skip)
 {
+	if (upstream_identity_pending(u))
+		return NULL;
 	if (u->lb_mode == LB_PRIORITY) {
 		for (size_t i = 0; i < u->n; i++)
 			if (usable(&u->backends[i], skip))
@@ -525,10 +623,17 @@ struct backend *upstream_pick(struct upstream *u, uint64_t skip)
 	return NULL;
 }
 
-bool upstream_any_healthy(struct upstream *u)
+/* Some server answers its health probes, whatever the hub's identity. */
+static bool any_backend_up(struct upstream *u)
 {
 	for (size_t i = 0; i < u->n; i++)
 		if (atomic_load(&u->backends[i].healthy))
 			return true;
 	return false;
+}
+
+bool upstream_any_healthy(struct upstream *u)
+{
+	/* without its identity the hub can ask the cloud nothing yet */
+	return !upstream_identity_pending(u) && any_backend_up(u);
 }

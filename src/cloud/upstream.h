@@ -70,6 +70,11 @@ struct upstream {
 	char *cert_file, *key_file;
 	struct file_stamp cert_seen, key_seen; /* the files as last examined */
 	long cert_checked_at;
+	/* Without a client certificate the hub cannot speak for the node
+	 * (token and kubelet-certificate bootstrap): until it has a valid one,
+	 * the cloud counts as unreachable, and the cache answers. */
+	atomic_bool needs_client_cert;
+	atomic_llong cert_not_after; /* of cert_pem, seconds since the epoch; 0 none */
 
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
@@ -106,6 +111,22 @@ char *upstream_auth_header(struct upstream *u);
  * and the current pair stays.  Each change is judged, and warned about,
  * once. */
 int upstream_recheck_client_cert(struct upstream *u);
+
+/* Set h up as upstream_easy() sets up a new handle (CA, client
+ * certificate), for callers that run their own requests (the CSR client). */
+void upstream_prepare_easy(struct upstream *u, CURL *h, bool with_client_cert);
+/* Trust pem (the cluster CA found by bootstrap) from now on.  0 or -1. */
+int upstream_set_ca(struct upstream *u, const char *pem, size_t len);
+/* Speak with this certificate and key (one PEM, certificate(s) then key)
+ * from now on; the files it was read from are the caller's to follow.
+ * 0 or -1 (ENOMEM, the current pair kept). */
+int upstream_set_client_pair(struct upstream *u, const char *pem, size_t len);
+/* Whether the hub must have a client certificate to reach the cloud. */
+void upstream_require_client_cert(struct upstream *u, bool required);
+/* It must, and has none that is valid now: upstream_pick() gives nothing
+ * and upstream_any_healthy() is false, so that requests are answered from
+ * the cache instead of being sent anonymous or with an expired identity. */
+bool upstream_identity_pending(struct upstream *u);
 
 /* The next healthy backend by --lb-mode, or NULL when none is healthy.
  * Backends whose bit is set in `skip` (bit i: backend i) are passed over. */

@@ -1,6 +1,9 @@
 /* request.c - one client request, see request.h. */
 #include "http/request.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <microhttpd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +86,24 @@ int request_client_fd(const struct request *req)
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
 	return ci ? ci->connect_fd : -1;
+}
+
+bool request_from_loopback(const struct request *req)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!ci || !ci->client_addr)
+		return false;
+	const struct sockaddr *sa = ci->client_addr;
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+		if (IN6_IS_ADDR_LOOPBACK(a))
+			return true;
+		return IN6_IS_ADDR_V4MAPPED(a) && a->s6_addr[12] == 127;
+	}
+	return false;
 }
 
 double request_seconds(const struct request *req)

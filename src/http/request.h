@@ -56,6 +56,8 @@ int request_each_header(const struct request *req,
  * waits; -1 when unknown. */
 int request_client_fd(const struct request *req);
 /* Seconds since the request came in. */
+/* The client connected from a loopback address (127/8, ::1, ::ffff:127/104). */
+bool request_from_loopback(const struct request *req);
 double request_seconds(const struct request *req);
 
 #endif

@@ -16,10 +16,13 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "http/limits.h"
 #include "http/response.h"
+#include "server/tls.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 
@@ -41,9 +44,16 @@ struct daemon_ctx {
 
 struct server {
 	struct server_routes routes;
+	/* n and the array grow when the secure port starts late (its
+	 * certificate came after the start); lock guards both and stopping */
+	pthread_mutex_t lock;
 	struct daemon_ctx daemons[MAX_DAEMONS];
 	size_t n; /* started, or being started */
-	struct buf tls_cert, tls_key, client_ca;
+	bool stopping, secure_started;
+	struct buf client_ca;
+	char *client_ca_file; /* NULL: no secure port */
+	char *dummy_addr;
+	const struct config *cfg;
 };
 
 /* ---- request lifecycle ---- */
@@ -110,6 +120,14 @@ static bool client_cert_ok(struct MHD_Connection *c)
 	return gnutls_certificate_verify_peers2(s, &status) == GNUTLS_E_SUCCESS && status == 0;
 }
 
+/* A pod's service-account token: the request goes to the cloud without
+ * the hub's certificate, so the API server judges the pod, not the hub. */
+static bool bearer(const struct request *req)
+{
+	const char *a = request_header(req, "Authorization");
+	return a && !strncasecmp(a, "Bearer ", 7) && a[7];
+}
+
 /* ---- the access handler ---- */
 
 /* What is refused as soon as the headers are in, before any of the body is
@@ -119,10 +137,11 @@ static int refuse_early(struct daemon_ctx *dc, struct request *req)
 {
 	if (dc->kind == PORT_HUB)
 		return 1;
-	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn))
-		return reply_status(
-		    req, 401, NULL,
-		    "a client certificate signed by the hub's client CA is required", NULL);
+	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn) && !bearer(req))
+		return reply_status(req, 401, NULL,
+				    "a client certificate signed by the hub's client CA, or a "
+				    "bearer token, is required",
+				    NULL);
 	return gate_admit(dc->routes->gate, req);
 }
 
@@ -243,11 +262,12 @@ static int start_daemon(struct server *s, enum port_kind kind, const char *host,
 	    (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, LIMIT_CONN_MEMORY, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
 	if (kind == PORT_PROXY_TLS) {
+		/* the certificate is asked for at each handshake: rotations
+		 * apply to the next connection, with no restart */
 		flags |= MHD_USE_TLS;
-		opts[n++] =
-		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, (void *)s->tls_cert.data};
-		opts[n++] =
-		    (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, (void *)s->tls_key.data};
+		/* a pointer option: libmicrohttpd reads it from ptr_value */
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
+						    (void *)(intptr_t)tls_serving_retrieve};
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
 						    (void *)s->client_ca.data};
 	}
@@ -259,18 +279,6 @@ static int start_daemon(struct server *s, enum port_kind kind, const char *host,
 		return -1;
 	}
 	return 0;
-}
-
-static int load_tls(struct server *s, const struct config *cfg)
-{
-	int rc = fs_read_operator_file(cfg->tls_cert_file, &s->tls_cert, 1 << 20);
-	if (rc == 0)
-		rc = fs_read_operator_file(cfg->tls_private_key_file, &s->tls_key, 1 << 20);
-	if (rc == 0)
-		rc = fs_read_operator_file(cfg->client_ca_file, &s->client_ca, 1 << 20);
-	if (rc < 0)
-		log_error("cannot read the secure port's certificates: %s", strerror(-rc));
-	return rc;
 }
 
 static bool is_loopback(const char *host)
@@ -298,14 +306,46 @@ static int start_proxy_port(struct server *s, enum port_kind kind, const struct 
 	return 0;
 }
 
+int server_enable_secure(struct server *s)
+{
+	if (!s)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	int rc = 0;
+	if (!s->stopping && !s->secure_started && s->client_ca_file && tls_serving_ready()) {
+		buf_reset(&s->client_ca);
+		rc = fs_read_operator_file(s->client_ca_file, &s->client_ca, 1 << 20);
+		if (rc == -ENOENT) {
+			rc = 0; /* bootstrap has not found the cluster CA yet */
+		} else if (rc < 0) {
+			log_error("secure port: cannot read the client CA %s: %s",
+				  s->client_ca_file, strerror(-rc));
+		} else {
+			s->secure_started = true;
+			rc = start_proxy_port(s, PORT_PROXY_TLS, s->cfg, s->cfg->proxy_secure_port,
+					      s->dummy_addr);
+			if (rc == 0)
+				log_msg('I', 0, "secure port %d serving",
+					s->cfg->proxy_secure_port);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
 int server_start(const struct config *cfg, const struct server_routes *routes,
-		 const char *dummy_addr, struct server **out)
+		 const char *dummy_addr, const char *client_ca_file, struct server **out)
 {
 	struct server *s = calloc(1, sizeof *s);
 	*out = s;
 	if (!s)
 		return -1;
+	pthread_mutex_init(&s->lock, NULL);
+	s->cfg = cfg;
 	s->routes = *routes;
+	if ((dummy_addr && !(s->dummy_addr = strdup(dummy_addr))) ||
+	    (client_ca_file && !(s->client_ca_file = strdup(client_ca_file))))
+		return -1;
 	if (start_daemon(s, PORT_HUB, cfg->bind_address, cfg->serve_port) < 0)
 		return -1;
 	if (!is_loopback(cfg->bind_proxy_address))
@@ -317,15 +357,19 @@ int server_start(const struct config *cfg, const struct server_routes *routes,
 		return -1;
 	if (!cfg->proxy_secure_port)
 		return 0;
-	if (!*cfg->tls_cert_file || !*cfg->client_ca_file) {
+	if (!client_ca_file) {
 		log_warn("secure port %d off: it needs --tls-cert-file, "
-			 "--tls-private-key-file and --client-ca-file",
+			 "--tls-private-key-file and --client-ca-file, or a bootstrap mode "
+			 "(--join-token, --bootstrap-file, "
+			 "--bootstrap-mode=kubeletcertificate)",
 			 cfg->proxy_secure_port);
 		return 0;
 	}
-	if (load_tls(s, cfg) < 0 ||
-	    start_proxy_port(s, PORT_PROXY_TLS, cfg, cfg->proxy_secure_port, dummy_addr) < 0)
+	if (server_enable_secure(s) < 0)
 		return -1;
+	if (!s->secure_started)
+		log_msg('I', 0, "secure port %d: waiting for its certificate and the cluster CA",
+			cfg->proxy_secure_port);
 	return 0;
 }
 
@@ -333,6 +377,9 @@ void server_quiesce(struct server *s)
 {
 	if (!s)
 		return;
+	pthread_mutex_lock(&s->lock);
+	s->stopping = true; /* no secure port starts from here on */
+	pthread_mutex_unlock(&s->lock);
 	for (size_t i = 0; i < s->n; i++) {
 		struct daemon_ctx *dc = &s->daemons[i];
 		if (dc->d && dc->quiesced_fd < 0)
@@ -354,8 +401,9 @@ void server_stop(struct server *s)
 		if (dc->quiesced_fd >= 0 && close(dc->quiesced_fd) < 0)
 			log_v(1, "closing a listening socket: %s", strerror(errno));
 	}
-	buf_free(&s->tls_cert);
-	buf_free(&s->tls_key);
 	buf_free(&s->client_ca);
+	free(s->client_ca_file);
+	free(s->dummy_addr);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
 }

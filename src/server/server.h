@@ -1,10 +1,9 @@
 /*
  * server.h - the libmicrohttpd adapter: the daemons of the proxy ports
- * (plain HTTP on --proxy-port, HTTPS with client certificates on
- * --proxy-secure-port) and of the hub's own port (--serve-port), turning
- * each connection's requests into struct request (http/) and handing them
- * to the handlers the hub registered.  It knows nothing of what the
- * handlers do.
+ * (plain HTTP on --proxy-port, HTTPS on --proxy-secure-port for clients
+ * with a certificate of the client CA or a bearer token) and of the hub's own port (--serve-port),
+ * turning each connection's requests into struct request (http/) and handing them to the handlers
+ * the hub registered.  It knows nothing of what the handlers do.
  *
  * Before a handler runs, the adapter has read the request line and headers,
  * checked the secure port's client certificate (as soon as the headers are
@@ -48,7 +47,13 @@ struct server;
  * ports listen on besides --bind-proxy-address, with the same handler (the
  * dummy interface's, for the node's pods). */
 int server_start(const struct config *cfg, const struct server_routes *routes,
-		 const char *dummy_addr, struct server **out);
+		 const char *dummy_addr, const char *client_ca_file, struct server **out);
+/* Start the secure port (--proxy-secure-port) if it is not serving yet and
+ * can: client_ca_file of server_start() was given and is there, and
+ * server/tls.h has a certificate.  Any thread, any number of times; the
+ * hub calls it when bootstrap brings either.  0, or -1 when it failed to
+ * listen (logged). */
+int server_enable_secure(struct server *s);
 /* Stop accepting connections; the ones open go on. */
 void server_quiesce(struct server *s);
 /* Stop accepting, end long requests, join every connection thread. */

@@ -32,7 +32,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import PYTHON, Double, Hub, Suite, get, wait_for  # noqa: E402
+from harness import PYTHON, Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
 
 IN_NS = "YURTHUB_E2E_IN_NETNS"
 NAME = "hub-dummy0"
@@ -296,6 +296,61 @@ def test_ipv6_and_name(t, double, env):
     t.check("%s is gone once the hub has stopped" % name, link(name) is None)
 
 
+def test_pods_over_tls(t, double, env):
+    """What pods do: a TLS client that trusts only the cluster CA (the
+    service account's ca.crt) reaches https://169.254.2.1:<secure port> with
+    its bearer token; the hub serves a certificate it got by CSR for that
+    address and forwards the token without its own certificate."""
+    import hashlib
+    import http.client
+    import ssl
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    token = "abcdef.0123456789abcdef"
+    pki = os.path.join(t.workdir, "pki")
+    cloud = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--pki-dir", pki,
+                               "--bootstrap-token", token, "--csr-auto-approve"])
+    t.cleanups.append(cloud.stop)
+    ca_file = os.path.join(pki, "ca.crt")
+    with open(ca_file, "rb") as f:
+        spki = x509.load_pem_x509_certificate(f.read()).public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    secure = free_port()
+    root = os.path.join(t.workdir, "root-tls")
+    hub = Hub(t.workdir, ["https://127.0.0.1:%d" % cloud.port], name="tls", env=env.vars,
+              net_admin=True,
+              extra=["--join-token=" + token, "--root-dir=" + root,
+                     "--discovery-token-ca-cert-hash=sha256:" + hashlib.sha256(spki).hexdigest(),
+                     "--proxy-secure-port=%d" % secure])
+    t.cleanups.append(hub.stop)
+    t.check("the dummy interface is there with its address", in_order(), str(addrs()))
+    cert = os.path.join(root, "pki", "yurthub-server-current.pem")
+    wait_for(lambda: os.path.exists(cert) and connect_result(IP4, secure) == "connected",
+             60, step=0.2, what="the serving certificate and the secure port")
+    ctx = ssl.create_default_context(cafile=ca_file)  # checks the name: 169.254.2.1
+    path = "/api/v1/namespaces/default/pods"
+    status = None
+    try:
+        c = http.client.HTTPSConnection(IP4, secure, context=ctx, timeout=20)
+        c.request("GET", path, headers={"Authorization": "Bearer pod-sa-token",
+                                        "User-Agent": "in-cluster-app/1.0"})
+        r = c.getresponse()
+        status = r.status
+        r.read()
+        c.close()
+    except (OSError, ssl.SSLError) as e:
+        status = repr(e)
+    t.check("a pod's TLS client trusting only the cluster CA reaches https://%s:%d with its "
+            "token: 200" % (IP4, secure), status == 200, str(status))
+    st = cloud.state()
+    t.check("the request reached the cloud with the pod's token, without the hub's "
+            "certificate",
+            st.get("requests_bearer_without_client_cert", {}).get(path, 0) >= 1 and
+            st.get("requests_by_bearer_user", {}).get("token:pod-sa-token", 0) >= 1, str(st))
+    hub.stop()
+    t.check("the interface is gone after stop", link() is None, str(link()))
+
+
 def in_namespace():
     ip_ok("link", "set", "lo", "up")
     kind = pick_kind()
@@ -310,7 +365,7 @@ def in_namespace():
     t.cleanups.append(double.stop)
     for test in (test_made_kept_removed, test_found_and_kept, test_not_a_dummy,
                  test_no_permission, test_in_order_without_permission, test_disabled,
-                 test_ipv6_and_name):
+                 test_ipv6_and_name, test_pods_over_tls):
         t.run(test, double, env)
         ip("link", "del", NAME)  # whatever a failed check left behind
     t.finish()

@@ -527,25 +527,78 @@ static void test_filter_flags_refused(void **state)
 	parse_fails(1, bad, "--enable-resource-filter", NULL);
 }
 
+/* ---- bootstrap (docs/install.md) ---- */
+
+#define PIN                                                                                        \
+	"sha256:"                                                                                  \
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static void test_bootstrap_flags(void **state)
+{
+	(void)state;
+	struct config c;
+	const char *const none[] = {REQ};
+	validate_ok(ARGC(none), none, &c);
+	assert_int_equal(c.bootstrap_mode, BOOTSTRAP_NONE); /* no token: the flags as given */
+	assert_string_equal(c.root_dir, "/var/lib/yurthub");
+	config_free(&c);
+
+	const char *const token[] = {REQ, "--join-token=abcdef.0123456789abcdef",
+				     "--discovery-token-ca-cert-hash=" PIN, "--node-ip=10.0.0.9",
+				     "--hub-cert-organizations=openyurt:tenant:t1"};
+	validate_ok(ARGC(token), token, &c);
+	assert_int_equal(c.bootstrap_mode, BOOTSTRAP_TOKEN);
+	assert_int_equal(c.discovery_ca_hashes.n, 1);
+	assert_false(c.client_cert_may_wait);
+	config_free(&c);
+
+	const char *const kubelet[] = {REQ, "--bootstrap-mode=kubeletcertificate",
+				       "--ca-file=/etc/passwd"};
+	parse_ok(&c, ARGC(kubelet), kubelet);
+	char *err = NULL;
+	/* kubelet's certificate need not exist yet: the hub waits for it */
+	if (config_validate(&c, &err) != 0) {
+		/* only the CA may be missing on this machine; it was given */
+		fail_msg("%s", err);
+	}
+	assert_int_equal(c.bootstrap_mode, BOOTSTRAP_KUBELET);
+	assert_string_equal(c.client_cert_file, KUBELET_CLIENT_PEM);
+	assert_string_equal(c.client_key_file, KUBELET_CLIENT_PEM);
+	assert_string_equal(c.ca_file, "/etc/passwd");
+	assert_true(c.client_cert_may_wait);
+	config_free(&c);
+}
+
+static void test_bootstrap_flags_refused(void **state)
+{
+	(void)state;
+	refused("--bootstrap-mode=certificate", "want token or kubeletcertificate");
+	refused("--join-token=abcdef.0123456789abcdef", "--discovery-token-ca-cert-hash");
+	refused("--discovery-token-ca-cert-hash=sha256:abc", "sha256:<64 hex digits>");
+	refused("--discovery-token-ca-cert-hash=md5:" PIN, "--discovery-token-ca-cert-hash");
+	refused("--node-ip=node1", "--node-ip");
+	const char *const both[] = {REQ, "--bootstrap-file=/dev/null", "--kubeconfig=/dev/null"};
+	validate_fails(ARGC(both), both, "do not give --kubeconfig");
+	const char *const kub[] = {REQ, "--bootstrap-mode=kubeletcertificate",
+				   "--token-file=/dev/null"};
+	validate_fails(ARGC(kub), kub, "kubelet's certificate");
+}
+
 /* ---- ignored YurtHub flags ---- */
 
 static void test_ignored_flags(void **state)
 {
 	struct config c;
-	const char *const argv[] = {"--profiling=true",
-				    "--bootstrap-file=/x",
-				    "--root-dir=/var/lib/yurthub",
-				    REQ,
-				    "--gc-frequency",
-				    "120",
+	const char *const argv[] = {"--profiling=true",	   "--kubelet-health-grace-period=40s",
+				    "--bootstrap-file=/x", REQ,
+				    "--gc-frequency",	   "120",
 				    "--enable-iptables"};
 	parse_ok(&c, ARGC(argv), argv);
-	assert_int_equal(c.ignored.n, 5);
+	assert_int_equal(c.ignored.n, 4);
 	assert_string_equal(c.ignored.v[0], "profiling");
-	assert_string_equal(c.ignored.v[1], "bootstrap-file");
-	assert_string_equal(c.ignored.v[2], "root-dir");
-	assert_string_equal(c.ignored.v[3], "gc-frequency");
-	assert_string_equal(c.ignored.v[4], "enable-iptables");
+	assert_string_equal(c.ignored.v[1], "kubelet-health-grace-period");
+	assert_string_equal(c.ignored.v[2], "gc-frequency");
+	assert_string_equal(c.ignored.v[3], "enable-iptables");
 	/* Their values went nowhere; the real flags still landed. */
 	assert_string_equal(c.node_name, "node1");
 	assert_int_equal(c.server_addr.n, 1);
@@ -899,8 +952,10 @@ static void test_help_does_not_document_ignored_flags(void **state)
 {
 	char *help = help_text();
 	static const char *const ignored[] = {
-	    "root-dir",	 "bootstrap-file", "join-token",   "enable-iptables",
-	    "profiling", "node-ip",	   "gc-frequency", "kubelet-health-grace-period",
+	    "enable-iptables",
+	    "profiling",
+	    "gc-frequency",
+	    "kubelet-health-grace-period",
 	};
 	for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) {
 		char name[64];
@@ -976,7 +1031,7 @@ static void test_man_options(void **state)
 	config_print_man_options(out);
 	assert_int_equal(fclose(out), 0);
 	int has_tp = strstr(text, ".TP\n") != NULL;
-	int has_ignored = strstr(text, "bootstrap") != NULL;
+	int has_ignored = strstr(text, "gc\\-frequency") != NULL;
 	/* roff: every '-' of an option name is written \- (man-pages(7)), as
 	 * the help text already is, so that the page shows ASCII hyphens. */
 	int server_addr = strstr(text, ".BR \\-\\-server\\-addr ") != NULL;
@@ -1015,6 +1070,8 @@ int main(void)
 	    cmocka_unit_test(test_validate_required),
 	    cmocka_unit_test(test_validate_bad_url),
 	    cmocka_unit_test(test_validate_enums),
+	    cmocka_unit_test(test_bootstrap_flags),
+	    cmocka_unit_test(test_bootstrap_flags_refused),
 	    cmocka_unit_test(test_validate_ranges),
 	    cmocka_unit_test(test_validate_min_request_timeout),
 	    cmocka_unit_test(test_validate_files),
