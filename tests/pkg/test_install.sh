@@ -251,10 +251,10 @@ fi
 check "unit: service settings (simple, restart, EnvironmentFile, ExecStart, limits)" \
 	unit_has "$U" "Type=simple" "Restart=on-failure" "RestartSec=5s" "LimitNOFILE=65536" \
 	"EnvironmentFile=/usr/local/etc/default/yurthub" "Environment=YURTHUB_NODE_NAME=%H" \
-	"ExecStartPre=+/bin/mkdir -p /etc/kubernetes/cache" "WantedBy=multi-user.target" \
+	"ExecStartPre=+/bin/mkdir -p /etc/kubernetes/cache /var/lib/yurthub" "WantedBy=multi-user.target" \
 	"ExecStart=/usr/local/bin/yurthub --server-addr=\${YURTHUB_SERVER_ADDR} --node-name=\${YURTHUB_NODE_NAME} --kubeconfig=\${YURTHUB_KUBECONFIG} \$YURTHUB_ARGS"
-check "unit: hardening (read-only system but the cache, CAP_NET_ADMIN only, filters)" \
-	unit_has "$U" "ProtectSystem=strict" "ReadWritePaths=/etc/kubernetes/cache" \
+check "unit: hardening (read-only system but the cache and the root dir, CAP_NET_ADMIN only, filters)" \
+	unit_has "$U" "ProtectSystem=strict" "ReadWritePaths=/etc/kubernetes/cache /var/lib/yurthub" \
 	"ProtectHome=yes" "PrivateTmp=yes" "PrivateDevices=yes" "NoNewPrivileges=yes" \
 	"CapabilityBoundingSet=CAP_NET_ADMIN" "AmbientCapabilities=" \
 	"ProtectKernelTunables=yes" "ProtectKernelModules=yes" \
