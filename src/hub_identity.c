@@ -55,8 +55,14 @@ static void ca_found(void *ctx, const char *pem, size_t len)
 static void client_pair(void *ctx, const char *pem, size_t len)
 {
 	struct hub_identity *hi = ctx;
+	bool was_pending = upstream_identity_pending(hi->up);
 	if (upstream_set_client_pair(hi->up, pem, len) < 0)
 		log_error("out of memory: the new client certificate is not applied");
+	if (!was_pending)
+		return; /* a rotation: the cloud hears the hub as before */
+	pthread_mutex_lock(&hi->ip_lock);
+	hi->ip_checked_ms = 0; /* the cluster IP may be readable now: look at once */
+	pthread_mutex_unlock(&hi->ip_lock);
 	health_probe_now(atomic_load(&hi->health));
 }
 
@@ -78,39 +84,75 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud)
 	return b->len + len > (1u << 20) || buf_append(b, p, len) < 0 ? 0 : len;
 }
 
-/* spec.clusterIP of default/kubernetes, read through the hub's own proxy:
- * from the cloud while it answers, from the cache while it does not. */
+static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	(void)a, (void)b, (void)c, (void)d;
+	struct hub_identity *hi = ud;
+	return atomic_load(&hi->stopping) ? 1 : 0;
+}
+
+/* spec.clusterIP of a Service read from url; NULL when it cannot be had.
+ * direct: straight from a server, as the hub (its CA and certificate). */
+static char *get_cluster_ip(struct hub_identity *hi, const char *url, bool direct)
+{
+	CURL *e = curl_easy_init();
+	if (!e)
+		return NULL;
+	struct buf body = BUF_INIT;
+	char *ip = NULL;
+	if (direct)
+		upstream_prepare_easy(hi->up, e, true);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 3000L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L); /* so that a stop cuts it short */
+	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e, CURLOPT_XFERINFODATA, hi);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "yurthub/" YURTHUB_VERSION);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
+	long status = 0;
+	if (curl_easy_perform(e) == CURLE_OK &&
+	    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status == 200) {
+		json_t *svc = json_loadb(body.data, body.len, 0, NULL);
+		const char *v =
+		    json_string_value(json_object_get(json_object_get(svc, "spec"), "clusterIP"));
+		if (v && *v && strcmp(v, "None"))
+			ip = strdup(v);
+		json_decref(svc);
+	}
+	curl_easy_cleanup(e);
+	buf_free(&body);
+	return ip;
+}
+
+#define KUBERNETES_SVC "/api/v1/namespaces/default/services/kubernetes"
+
+/* The kubernetes Service's cluster IP: from the cloud directly as soon as
+ * the hub has a certificate (as YurtHub does: no wait for the health
+ * checker to call the cloud reachable), else through the hub's own proxy
+ * port, which answers from its cache while the cloud is unreachable. */
 static char *fetch_cluster_ip(struct hub_identity *hi)
 {
-	if (!hi->proxy_url)
-		return NULL;
-	CURL *e = curl_easy_init();
-	struct buf url = BUF_INIT, body = BUF_INIT;
 	char *ip = NULL;
-	if (e && buf_printf(&url, "%s/api/v1/namespaces/default/services/kubernetes",
-			    hi->proxy_url) == 0) {
-		curl_easy_setopt(e, CURLOPT_URL, url.data);
-		curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-		curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, 10000L);
-		curl_easy_setopt(e, CURLOPT_USERAGENT, "yurthub/" YURTHUB_VERSION);
-		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-		curl_easy_setopt(e, CURLOPT_WRITEDATA, &body);
-		long status = 0;
-		if (curl_easy_perform(e) == CURLE_OK &&
-		    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK &&
-		    status == 200) {
-			json_t *svc = json_loadb(body.data, body.len, 0, NULL);
-			const char *v = json_string_value(
-			    json_object_get(json_object_get(svc, "spec"), "clusterIP"));
-			if (v && *v && strcmp(v, "None"))
-				ip = strdup(v);
-			json_decref(svc);
-		}
+	struct buf url = BUF_INIT;
+	for (size_t i = 0; !ip && !upstream_identity_pending(hi->up) && i < hi->cfg->server_addr.n;
+	     i++) {
+		buf_reset(&url);
+		const char *server = hi->cfg->server_addr.v[i];
+		int n = (int)strlen(server);
+		while (n > 0 && server[n - 1] == '/')
+			n--;
+		if (buf_printf(&url, "%.*s" KUBERNETES_SVC, n, server) == 0)
+			ip = get_cluster_ip(hi, url.data, true);
 	}
-	if (e)
-		curl_easy_cleanup(e);
+	if (!ip && hi->proxy_url) {
+		buf_reset(&url);
+		if (buf_printf(&url, "%s" KUBERNETES_SVC, hi->proxy_url) == 0)
+			ip = get_cluster_ip(hi, url.data, false);
+	}
 	buf_free(&url);
-	buf_free(&body);
 	return ip;
 }
 
@@ -207,8 +249,7 @@ int hub_identity_start(struct hub_identity *hi, const struct config *cfg, struct
 
 void hub_identity_health(struct hub_identity *hi, struct health *h)
 {
-	atomic_store(&hi->health, h);
-	health_probe_now(h); /* what identity_start() found may need a look */
+	atomic_store(&hi->health, h); /* its first probes see what is on disk already */
 }
 
 void hub_identity_listening(struct hub_identity *hi, struct server *s)
@@ -274,6 +315,7 @@ int hub_identity_token_endpoint(struct hub_identity *hi, struct request *req)
 
 void hub_identity_stop(struct hub_identity *hi)
 {
+	atomic_store(&hi->stopping, true); /* a read of the cluster IP ends now */
 	identity_stop(hi->id);
 	hi->id = NULL;
 	free(hi->client_ca);

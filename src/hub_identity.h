@@ -35,6 +35,7 @@ struct hub_identity {
 	struct identity *id;		 /* NULL when nothing is managed */
 	char *client_ca;		 /* the secure port's client CA file; NULL: port off */
 	_Atomic(struct server *) server; /* once it listens */
+	atomic_bool stopping;
 	pthread_mutex_t ip_lock;
 	char *cluster_ip; /* last known, NULL none */
 	long long ip_checked_ms;

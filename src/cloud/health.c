@@ -300,7 +300,7 @@ static void *health_main(void *arg)
 	deadline_in(&next, h->interval_s);
 	pthread_mutex_lock(&h->lock);
 	while (!h->stop && count) {
-		bool any_fast = false;
+		bool any_fast = false, fresh = false;
 		for (size_t i = 0; i < h->u->n; i++)
 			any_fast |= h->fast[i];
 		if (!any_fast) {
@@ -311,6 +311,9 @@ static void *health_main(void *arg)
 				break;
 			if (rc != ETIMEDOUT && !h->probe_now)
 				continue; /* woken for a fast round: loop to see which */
+			/* the hub's identity changed: what the probes said with
+			 * the old one is no verdict; the next probe's is, as at start */
+			fresh = h->probe_now;
 			h->probe_now = false;
 			for (size_t i = 0; i < h->u->n; i++)
 				count[i] = 1;
@@ -327,7 +330,7 @@ static void *health_main(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&h->lock);
-		probe_round(h, count, false);
+		probe_round(h, count, fresh);
 		pthread_mutex_lock(&h->lock);
 	}
 	pthread_mutex_unlock(&h->lock);

@@ -42,8 +42,9 @@ void health_free(struct health *h);
 void health_suspect(struct health *h, struct backend *b);
 long health_suspect_ms(const struct health *h);
 
-/* Probe every backend now rather than at the next interval (the hub has
- * just got the CA or the certificate it needed to be heard). */
+/* Probe every backend now rather than at the next interval, and take that
+ * one probe's verdict as at start: the hub has just got the CA or the
+ * certificate it needed to be heard, and what was said before is moot. */
 void health_probe_now(struct health *h);
 
 /* A proxied request could not reach b (connect error, timeout). */
