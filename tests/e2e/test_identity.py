@@ -10,6 +10,8 @@ serving from its cache while an expired certificate is renewed, refuses a
 wrong pin with a clear message, takes a new token through POST /v1/token,
 sets the old identity aside when --server-addr names another host, and
 follows kubelet's certificate in --bootstrap-mode=kubeletcertificate.
+Pods' clients are real ones: kubectl (the image's and Debian's 1.20, Go's
+TLS stack) and python3-kubernetes, each with a token and the cluster CA only.
 
 The test double plays the cluster: its own CA (--pki-dir), a bootstrap
 token, cluster-info signed for it, and CSRs approved by yurt-manager's
@@ -35,6 +37,7 @@ from cryptography.x509.oid import NameOID
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import HUB_BIN, Double, Hub, Suite, free_port, get, request, wait_for  # noqa: E402
+from clients import KUBECTL120  # noqa: E402
 
 TOKEN = "abcdef.0123456789abcdef"
 TOKEN2 = "ghijkl.0123456789ghijkl"
@@ -282,6 +285,37 @@ def serving(t, cl, ctx):
     t.check("... without the hub's client certificate",
             s.get("requests_bearer_without_client_cert", {}).get(
                 "/api/v1/namespaces/default/services", 0) >= 1)
+    # client-go's TLS and HTTP stack (ALPN offers h2; the port speaks HTTP/1.1), as a
+    # pod's in-cluster client has it: the service account's token and ca.crt
+    kc = os.path.join(t.workdir, "pod.kubeconfig")
+    with open(kc, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+                "    server: https://127.0.0.1:%d\n    certificate-authority: %s\n"
+                "users:\n- name: u\n  user:\n    token: pod-token-kubectl\n"
+                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                "current-context: x\n" % (h.secure_port, cl.ca_file))
+    p = subprocess.run(["kubectl", "--kubeconfig", kc, "get", "services", "-A", "-o", "name"],
+                       capture_output=True, text=True, timeout=60)
+    t.check("kubectl with a token and only the cluster CA lists services through the secure "
+            "port", p.returncode == 0 and "service/kubernetes" in p.stdout, p.stderr[-500:])
+    t.check("... as the pod (its token reached the cloud)",
+            cl.state().get("requests_by_bearer_user", {}).get("token:pod-token-kubectl", 0) >= 1)
+    p = subprocess.run([KUBECTL120, "--kubeconfig", kc, "get", "services", "-A", "-o", "name"],
+                       capture_output=True, text=True, timeout=60)
+    t.check("Debian's kubectl 1.20 does the same", p.returncode == 0 and
+            "service/kubernetes" in p.stdout, p.stderr[-500:])
+    # python3-kubernetes configured as in a pod: host, token, the CA
+    import kubernetes
+    conf = kubernetes.client.Configuration()
+    conf.host = "https://127.0.0.1:%d" % h.secure_port
+    conf.ssl_ca_cert = cl.ca_file
+    conf.api_key = {"authorization": "pod-token-python"}
+    conf.api_key_prefix = {"authorization": "Bearer"}
+    with kubernetes.client.ApiClient(conf) as api:
+        svcs = kubernetes.client.CoreV1Api(api).list_service_for_all_namespaces()
+    t.check("python3-kubernetes with a token and the cluster CA lists services through it",
+            any(i.metadata.name == "kubernetes" for i in svcs.items) and
+            cl.state().get("requests_by_bearer_user", {}).get("token:pod-token-python", 0) >= 1)
     st, body, _ = tls_request(h.secure_port, "/api/v1/namespaces/default/services",
                               cl.ca_file)
     t.check("a client with neither a certificate nor a token: 401", st == 401, body[:200])
