@@ -27,22 +27,6 @@
 
 #define STAMP_LEN 19 /* YYYY-MM-DD-HH-MM-SS */
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **err, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	free(*err);
-	*err = rc == 0 ? buf_steal(&b) : strdup("out of memory");
-	buf_free(&b);
-}
-
 char *certstore_current_path(const char *dir, const char *prefix)
 {
 	size_t n = strlen(dir);
@@ -268,13 +252,13 @@ static int ensure_dir(const char *dir, char **err)
 	int created = 0;
 	int rc = fs_mkdir_p_at(AT_FDCWD, dir, 0700, &created);
 	if (rc < 0) {
-		set_err(err, "cannot create %s: %s", dir, strerror(-rc));
+		err_printf(err, "cannot create %s: %s", dir, strerror(-rc));
 		return -1;
 	}
 	if (created) {
 		char *parent = strdup(dir);
 		if (!parent) {
-			set_err(err, "out of memory");
+			err_printf(err, "out of memory");
 			return -1;
 		}
 		size_t n = strlen(parent);
@@ -285,7 +269,7 @@ static int ensure_dir(const char *dir, char **err)
 		rc = fs_fsync_dir_at(AT_FDCWD, p);
 		free(parent);
 		if (rc < 0) {
-			set_err(err, "cannot fsync the parent of %s: %s", dir, strerror(-rc));
+			err_printf(err, "cannot fsync the parent of %s: %s", dir, strerror(-rc));
 			return -1;
 		}
 	}
@@ -299,7 +283,7 @@ int certstore_save(const char *dir, const char *prefix, const char *pem, size_t 
 		return -1;
 	int dirfd = fs_open_dir_at(AT_FDCWD, dir);
 	if (dirfd < 0) {
-		set_err(err, "cannot open %s: %s", dir, strerror(-dirfd));
+		err_printf(err, "cannot open %s: %s", dir, strerror(-dirfd));
 		return -1;
 	}
 	time_t now = time(NULL);
@@ -307,7 +291,7 @@ int certstore_save(const char *dir, const char *prefix, const char *pem, size_t 
 	char *file = NULL, *cur = NULL, *tmp_prefix = NULL, *tmp = NULL;
 	int rc = -1;
 	if (!gmtime_r(&now, &tm)) {
-		set_err(err, "the clock cannot be read as a date");
+		err_printf(err, "the clock cannot be read as a date");
 		goto out;
 	}
 	file = str_printf("%s-%04d-%02d-%02d-%02d-%02d-%02d.pem", prefix, tm.tm_year + 1900,
@@ -318,28 +302,28 @@ int certstore_save(const char *dir, const char *prefix, const char *pem, size_t 
 				      atomic_fetch_add(&seq, 1))
 			 : NULL;
 	if (!file || !cur || !tmp) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		goto out;
 	}
 	/* Two pairs within one second share a name: the second replaces the
 	 * first in one rename, and the link, naming it, stays good. */
 	int w = fs_write_file_atomic(dirfd, file, pem, len, FS_FILE_MODE);
 	if (w < 0) {
-		set_err(err, "cannot write %s/%s: %s", dir, file, strerror(-w));
+		err_printf(err, "cannot write %s/%s: %s", dir, file, strerror(-w));
 		goto out;
 	}
 	/* the link is relative: the store may be moved as a whole */
 	if (symlinkat(file, dirfd, tmp) < 0) {
-		set_err(err, "cannot make a link in %s: %s", dir, strerror(errno));
+		err_printf(err, "cannot make a link in %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	if (renameat(dirfd, tmp, dirfd, cur) < 0) {
-		set_err(err, "cannot switch %s/%s: %s", dir, cur, strerror(errno));
+		err_printf(err, "cannot switch %s/%s: %s", dir, cur, strerror(errno));
 		unlinkat(dirfd, tmp, 0);
 		goto out;
 	}
 	if (fsync(dirfd) < 0) {
-		set_err(err, "cannot fsync %s: %s", dir, strerror(errno));
+		err_printf(err, "cannot fsync %s: %s", dir, strerror(errno));
 		goto out;
 	}
 	rc = 0;

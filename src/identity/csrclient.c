@@ -41,20 +41,6 @@ struct csrclient {
 	atomic_bool cancelled;
 };
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **err, const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	free(*err);
-	*err = rc == 0 ? buf_steal(&b) : strdup("out of memory");
-	buf_free(&b);
-}
-
 static long long now_ms(void)
 {
 	struct timespec t;
@@ -232,11 +218,11 @@ static int request(struct csrclient *c, struct req *r, const char *url, const ch
 	r->c = c;
 	r->e = curl_easy_init();
 	if (!r->e) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		return -1;
 	}
 	if (c->cfg.setup && c->cfg.setup(c->cfg.setup_ctx, r->e, &h, &serr) < 0) {
-		set_err(err, "cannot set up the request: %s", serr ? serr : "no reason given");
+		err_printf(err, "cannot set up the request: %s", serr ? serr : "no reason given");
 		free(serr);
 		curl_slist_free_all(h);
 		return -1;
@@ -264,7 +250,7 @@ static int request(struct csrclient *c, struct req *r, const char *url, const ch
 	if (ok && body)
 		ok = curl_easy_setopt(r->e, CURLOPT_POSTFIELDS, body) == CURLE_OK;
 	if (!ok) {
-		set_err(err, "cannot set up the request: out of memory");
+		err_printf(err, "cannot set up the request: out of memory");
 		curl_slist_free_all(h);
 		return -1;
 	}
@@ -274,17 +260,17 @@ static int request(struct csrclient *c, struct req *r, const char *url, const ch
 	    curl_easy_getinfo(r->e, CURLINFO_RESPONSE_CODE, &r->code) != CURLE_OK)
 		r->code = -1;
 	if (stopped(c)) {
-		set_err(err, "stopped");
+		err_printf(err, "stopped");
 		return -1;
 	}
 	if (res == CURLE_WRITE_ERROR && r->too_big) {
-		set_err(err, "%s: the answer is over %u bytes", url, BODY_MAX);
+		err_printf(err, "%s: the answer is over %u bytes", url, BODY_MAX);
 		return -1;
 	}
 	if (res == CURLE_WRITE_ERROR && r->wd && r->code == 200)
 		return 0; /* the caller reads the decoder's error */
 	if (res != CURLE_OK && !(r->wd && res == CURLE_OPERATION_TIMEDOUT && r->code == 200)) {
-		set_err(err, "%s: %s", url, curl_easy_strerror(res));
+		err_printf(err, "%s: %s", url, curl_easy_strerror(res));
 		return -1;
 	}
 	return 0;
@@ -308,7 +294,7 @@ static void http_error(const struct req *r, const char *what, char **err)
 		buf_append_str(&text, msg);
 	else
 		buf_append_utf8(&text, r->body.data ? r->body.data : "", r->body.len);
-	set_err(err, "%s: HTTP %ld: %s", what, r->code, buf_cstr(&text));
+	err_printf(err, "%s: HTTP %ld: %s", what, r->code, buf_cstr(&text));
 	buf_free(&text);
 	json_decref(j);
 }
@@ -335,9 +321,9 @@ static enum state examine(json_t *obj, char **cert, char **err)
 			continue;
 		const char *reason = json_string_value(json_object_get(cnd, "reason"));
 		const char *msg = json_string_value(json_object_get(cnd, "message"));
-		set_err(err, "the certificate signing request was %s (reason: %s, message: %s)",
-			!strcmp(type, "Denied") ? "denied" : "failed", reason ? reason : "none",
-			msg ? msg : "none");
+		err_printf(err, "the certificate signing request was %s (reason: %s, message: %s)",
+			   !strcmp(type, "Denied") ? "denied" : "failed", reason ? reason : "none",
+			   msg ? msg : "none");
 		return REFUSED;
 	}
 	json_t *c = json_object_get(status, "certificate");
@@ -347,13 +333,13 @@ static enum state examine(json_t *obj, char **cert, char **err)
 	struct buf pem = BUF_INIT;
 	if (base64_decode(b64, json_string_length(c), &pem) < 0 || pem.len == 0 ||
 	    memchr(pem.data, '\0', pem.len) || !strstr(pem.data, "-----BEGIN CERTIFICATE-----")) {
-		set_err(err, "status.certificate is not a base64 PEM certificate");
+		err_printf(err, "status.certificate is not a base64 PEM certificate");
 		buf_free(&pem);
 		return REFUSED;
 	}
 	*cert = buf_steal(&pem);
 	if (!*cert) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		return REFUSED;
 	}
 	return ISSUED;
@@ -431,7 +417,7 @@ static int get_once(struct wait *w)
 	int rc = -1;
 	long t = remaining(w);
 	if (buf_printf(&url, "%s%s/%s", w->c->server, CSR_PATH, w->escaped) < 0) {
-		set_err(&w->err, "out of memory");
+		err_printf(&w->err, "out of memory");
 		w->done = true;
 		goto out;
 	}
@@ -443,7 +429,7 @@ static int get_once(struct wait *w)
 		goto out;
 	}
 	if (r.code == 404) {
-		set_err(&w->err, "the certificate signing request %s was deleted", w->name);
+		err_printf(&w->err, "the certificate signing request %s was deleted", w->name);
 		w->done = true;
 		goto out;
 	}
@@ -453,7 +439,7 @@ static int get_once(struct wait *w)
 	}
 	json_t *obj = json_loadb(buf_cstr(&r.body), r.body.len, 0, NULL);
 	if (!json_is_object(obj)) {
-		set_err(&w->err, "reading the certificate signing request: not a JSON object");
+		err_printf(&w->err, "reading the certificate signing request: not a JSON object");
 		json_decref(obj);
 		goto out;
 	}
@@ -479,7 +465,8 @@ static int on_event(void *ud, const struct watch_event *ev)
 	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 	if (obj && name && !strcmp(name, w->name)) {
 		if (ev->type == WATCH_DELETED) {
-			set_err(&w->err, "the certificate signing request %s was deleted", w->name);
+			err_printf(&w->err, "the certificate signing request %s was deleted",
+				   w->name);
 			w->done = true;
 		} else {
 			take(w, obj);
@@ -506,7 +493,7 @@ static void watch_once(struct wait *w)
 		       "allowWatchBookmarks=true&timeoutSeconds=%ld%s%s",
 		       w->c->server, CSR_PATH, w->escaped, secs, w->rv ? "&resourceVersion=" : "",
 		       w->rv ? w->rv : "") < 0) {
-		set_err(&w->err, "out of memory");
+		err_printf(&w->err, "out of memory");
 		goto out;
 	}
 	/* the server ends the watch at timeoutSeconds; a little more here */
@@ -528,8 +515,8 @@ static void watch_once(struct wait *w)
 		goto out;
 	}
 	if (watch_decoder_finish(r.wd) < 0)
-		set_err(&w->err, "watching the certificate signing request: %s",
-			watch_decoder_error(r.wd));
+		err_printf(&w->err, "watching the certificate signing request: %s",
+			   watch_decoder_error(r.wd));
 out:
 	free(err);
 	watch_decoder_free(r.wd);
@@ -564,11 +551,11 @@ static int submit(struct wait *w, const char *csr_pem)
 	int rc = -1;
 	long t = remaining(w);
 	if (!body || buf_printf(&url, "%s%s", c->server, CSR_PATH) < 0) {
-		set_err(&w->err, "out of memory");
+		err_printf(&w->err, "out of memory");
 		goto out;
 	}
 	if (request(c, &r, url.data, body, t < REQUEST_MAX_MS ? t : REQUEST_MAX_MS, &err) < 0) {
-		set_err(&w->err, "submitting the certificate signing request: %s", err);
+		err_printf(&w->err, "submitting the certificate signing request: %s", err);
 		goto out;
 	}
 	if (r.code != 201 && r.code != 200 && r.code != 202) {
@@ -579,13 +566,13 @@ static int submit(struct wait *w, const char *csr_pem)
 	const char *name =
 	    json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
 	if (!name || !*name) {
-		set_err(&w->err, "submitting the certificate signing request: the answer has no "
-				 "metadata.name");
+		err_printf(&w->err, "submitting the certificate signing request: the answer has no "
+				    "metadata.name");
 		goto out;
 	}
 	if (!(w->name = strdup(name)) ||
 	    !(w->escaped = curl_easy_escape(NULL, name, (int)strnlen(name, INT_MAX)))) {
-		set_err(&w->err, "out of memory");
+		err_printf(&w->err, "out of memory");
 		goto out;
 	}
 	log_info("certificate signing request %s submitted (signer %s)", w->name, c->signer);
@@ -605,7 +592,7 @@ int csrclient_issue(struct csrclient *c, const char *csr_pem, char **cert_pem, c
 	*cert_pem = NULL;
 	struct wait w = {.c = c, .deadline = now_ms() + c->cfg.timeout_ms};
 	if (stopped(c)) {
-		set_err(err, "stopped");
+		err_printf(err, "stopped");
 		return -1;
 	}
 	if (submit(&w, csr_pem) == 0) {
@@ -638,9 +625,9 @@ int csrclient_issue(struct csrclient *c, const char *csr_pem, char **cert_pem, c
 		}
 		if (!w.done) {
 			if (stopped(c))
-				set_err(&w.err, "stopped");
+				err_printf(&w.err, "stopped");
 			else
-				set_err(
+				err_printf(
 				    &w.err,
 				    "no certificate for the signing request %s within %u ms%s%s",
 				    w.name, c->cfg.timeout_ms, w.err ? "; last: " : "",

@@ -23,20 +23,6 @@
 #define BODY_MAX	   (1u << 20)
 #define REQUEST_TIMEOUT_MS 10000L
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **err, const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	free(*err);
-	*err = rc == 0 ? buf_steal(&b) : NULL;
-	buf_free(&b);
-}
-
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -71,7 +57,7 @@ static int fetch(const struct discovery_config *c, const char *server, const str
 {
 	CURL *e = curl_easy_init();
 	if (!e)
-		return set_err(err, "out of memory"), -1;
+		return err_printf(err, "out of memory"), -1;
 	struct buf url = BUF_INIT;
 	int rc = buf_printf(&url, "%s%s", server, CLUSTER_INFO_PATH);
 	buf_reset(body);
@@ -101,10 +87,10 @@ static int fetch(const struct discovery_config *c, const char *server, const str
 	curl_easy_cleanup(e);
 	rc = -1;
 	if (cc != CURLE_OK)
-		set_err(err, "reading cluster-info from %s%s: %s", server,
-			ca ? " (verified with the pinned CA)" : "", curl_easy_strerror(cc));
+		err_printf(err, "reading cluster-info from %s%s: %s", server,
+			   ca ? " (verified with the pinned CA)" : "", curl_easy_strerror(cc));
 	else if (status != 200)
-		set_err(err, "reading cluster-info from %s: HTTP %ld", server, status);
+		err_printf(err, "reading cluster-info from %s: HTTP %ld", server, status);
 	else
 		rc = 0;
 	buf_free(&url);
@@ -121,12 +107,12 @@ static int read_cluster_info(const struct buf *body, const char *token_id, json_
 	json_t *data = json_object_get(*doc, "data");
 	*kubeconfig = json_string_value(json_object_get(data, "kubeconfig"));
 	if (!*kubeconfig)
-		return set_err(err, "cluster-info has no data.kubeconfig"), -1;
+		return err_printf(err, "cluster-info has no data.kubeconfig"), -1;
 	char key[sizeof JWS_CLUSTER_INFO_KEY_PREFIX + JWS_TOKEN_ID_LEN];
 	snprintf(key, sizeof key, "%s%s", JWS_CLUSTER_INFO_KEY_PREFIX, token_id);
 	*jws = json_string_value(json_object_get(data, key));
 	if (!*jws) {
-		set_err(err, "cluster-info has no signature for token id %s (yet)", token_id);
+		err_printf(err, "cluster-info has no signature for token id %s (yet)", token_id);
 		return 1;
 	}
 	return 0;
@@ -148,7 +134,7 @@ static int check_cluster_info(const struct discovery_config *c, const struct boo
 	if (rc == 0 && kubeconfig_parse(kcfg, strlen(kcfg), NULL, &kc, err) < 0)
 		rc = -1;
 	if (rc == 0 && !kc.ca_data.len) {
-		set_err(err, "the kubeconfig of cluster-info has no certificate-authority-data");
+		err_printf(err, "the kubeconfig of cluster-info has no certificate-authority-data");
 		rc = -1;
 	}
 	if (rc == 0 && c->n_pins) {
@@ -157,9 +143,9 @@ static int check_cluster_info(const struct discovery_config *c, const struct boo
 		if (pinned != 1) {
 			char *why = *err;
 			*err = NULL;
-			set_err(err,
-				"the cluster CA does not match --discovery-token-ca-cert-hash: %s",
-				why ? why : "no pin matches");
+			err_printf(
+			    err, "the cluster CA does not match --discovery-token-ca-cert-hash: %s",
+			    why ? why : "no pin matches");
 			free(why);
 			rc = -1;
 		}
@@ -169,7 +155,7 @@ static int check_cluster_info(const struct discovery_config *c, const struct boo
 		buf_reset(signed_kc);
 		if (buf_append(ca, kc.ca_data.data, kc.ca_data.len) < 0 ||
 		    buf_append_str(signed_kc, kcfg) < 0)
-			rc = -1, set_err(err, "out of memory");
+			rc = -1, err_printf(err, "out of memory");
 	}
 	kubeconfig_free(&kc);
 	json_decref(doc);
@@ -188,9 +174,9 @@ static int confirm_with_ca(const struct discovery_config *c, const char *token_i
 	if (rc == 0 && read_cluster_info(&body, token_id, &doc, &kcfg, &jws, err) < 0)
 		rc = -1;
 	if (rc == 0 && (!kcfg || strcmp(kcfg, buf_cstr(signed_kc)) != 0)) {
-		set_err(err,
-			"cluster-info read with the pinned CA from %s differs from the signed one",
-			server);
+		err_printf(
+		    err, "cluster-info read with the pinned CA from %s differs from the signed one",
+		    server);
 		rc = -1;
 	}
 	json_decref(doc);
@@ -221,7 +207,7 @@ static int round_over_servers(const struct discovery_config *c, const struct boo
 		if (rc == 0 && c->n_pins)
 			rc = confirm_with_ca(c, t->id, server, &out->ca_pem, &signed_kc, err);
 		if (rc == 0 && !(out->server = strdup(server)))
-			rc = -1, set_err(err, "out of memory");
+			rc = -1, err_printf(err, "out of memory");
 	}
 	buf_free(&body);
 	buf_free(&signed_kc);
@@ -234,19 +220,19 @@ int discovery_run(const struct discovery_config *c, struct discovery_result *out
 	*err = NULL;
 	struct bootstrap_token t;
 	if (!c->token || jws_token_parse(c->token, strlen(c->token), &t) < 0)
-		return set_err(err, "the join token is not a bootstrap token "
-				    "([a-z0-9]{6}.[a-z0-9]{16})"),
+		return err_printf(err, "the join token is not a bootstrap token "
+				       "([a-z0-9]{6}.[a-z0-9]{16})"),
 		       -1;
 	if (!c->n_pins && !c->unsafe_skip_ca_verification) {
 		jws_token_wipe(&t);
-		return set_err(err,
-			       "no --discovery-token-ca-cert-hash to check the cluster CA with "
-			       "(or --discovery-token-unsafe-skip-ca-verification)"),
+		return err_printf(err,
+				  "no --discovery-token-ca-cert-hash to check the cluster CA with "
+				  "(or --discovery-token-unsafe-skip-ca-verification)"),
 		       -1;
 	}
 	if (!c->n_servers) {
 		jws_token_wipe(&t);
-		return set_err(err, "no server to discover"), -1;
+		return err_printf(err, "no server to discover"), -1;
 	}
 	long long deadline = now_ms() + (c->timeout_ms ? c->timeout_ms : 120000u);
 	int rc;
@@ -264,7 +250,7 @@ int discovery_run(const struct discovery_config *c, struct discovery_result *out
 	jws_token_wipe(&t);
 	if (rc < 0) {
 		if (stopped(c))
-			set_err(err, "token discovery stopped");
+			err_printf(err, "token discovery stopped");
 		discovery_result_free(out);
 		return -1;
 	}

@@ -17,20 +17,6 @@
 #include "util/fsutil.h"
 #include "util/log.h"
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **err, const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	free(*err);
-	*err = rc == 0 ? buf_steal(&b) : NULL;
-	buf_free(&b);
-}
-
 char *hubfiles_path(const char *root, const char *name)
 {
 	size_t n = strlen(root);
@@ -45,7 +31,7 @@ int hubfiles_prepare(const char *root, char **err)
 	char *pki = hubfiles_path(root, HUBFILES_PKI);
 	int rc = pki ? fs_mkdir_p_at(AT_FDCWD, pki, FS_DIR_MODE, NULL) : -ENOMEM;
 	if (rc < 0)
-		set_err(err, "cannot create %s: %s", pki ? pki : root, strerror(-rc));
+		err_printf(err, "cannot create %s: %s", pki ? pki : root, strerror(-rc));
 	free(pki);
 	return rc < 0 ? -1 : 0;
 }
@@ -96,8 +82,8 @@ static int set_aside(int rootfd, const char *root, char **err)
 	if (rc == 0)
 		rc = fs_fsync_dir_at(rootfd, ".");
 	if (rc < 0)
-		set_err(err, "cannot set the old identity aside in %s/%s: %s", root, stamp,
-			strerror(-rc));
+		err_printf(err, "cannot set the old identity aside in %s/%s: %s", root, stamp,
+			   strerror(-rc));
 	else
 		log_warn("--server-addr names another cluster than %s/%s did: its identity files "
 			 "are kept in %s/%s, and the hub bootstraps afresh",
@@ -110,7 +96,7 @@ int hubfiles_set_aside_if_moved(const char *root, const char *const *servers, si
 	*err = NULL;
 	char *conf = hubfiles_path(root, HUBFILES_HUB_CONF);
 	if (!conf)
-		return set_err(err, "out of memory"), -1;
+		return err_printf(err, "out of memory"), -1;
 	struct kubeconfig kc = {0};
 	char *why = NULL, *host = NULL;
 	int rc = 0;
@@ -123,7 +109,7 @@ int hubfiles_set_aside_if_moved(const char *root, const char *const *servers, si
 			 !host_among(host, servers, n)) {
 			int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 			if (fd < 0) {
-				set_err(err, "cannot open %s: %s", root, strerror(errno));
+				err_printf(err, "cannot open %s: %s", root, strerror(errno));
 				rc = -1;
 			} else {
 				rc = set_aside(fd, root, err);
@@ -187,9 +173,9 @@ int hubfiles_write_kubeconfig(const char *path, const char *server, const struct
 				 "default-cluster\n    namespace: default\n    user: default-auth\n"
 				 "current-context: default-context\n");
 	if (rc < 0) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 	} else if ((rc = write_path_atomic(path, y.data, y.len, FS_FILE_MODE)) < 0) {
-		set_err(err, "cannot write %s: %s", path, strerror(-rc));
+		err_printf(err, "cannot write %s: %s", path, strerror(-rc));
 	}
 	/* the token is a secret: do not leave it in freed memory */
 	if (y.data)
@@ -204,13 +190,13 @@ int hubfiles_write_ca(const char *root, const struct buf *ca_pem, char **err)
 	*err = NULL;
 	char *path = hubfiles_path(root, HUBFILES_CA);
 	if (!path)
-		return set_err(err, "out of memory"), -1;
+		return err_printf(err, "out of memory"), -1;
 	struct buf old = BUF_INIT;
 	int rc = 0;
 	bool same = fs_read_operator_file(path, &old, 1 << 20) == 0 && old.len == ca_pem->len &&
 		    !memcmp(old.data, ca_pem->data, old.len);
 	if (!same && (rc = write_path_atomic(path, ca_pem->data, ca_pem->len, 0644)) < 0)
-		set_err(err, "cannot write %s: %s", path, strerror(-rc));
+		err_printf(err, "cannot write %s: %s", path, strerror(-rc));
 	buf_free(&old);
 	free(path);
 	return rc < 0 ? -1 : 0;

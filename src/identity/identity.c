@@ -60,20 +60,6 @@ struct identity {
 	struct certmgr *client_mgr;
 };
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **err, const char *fmt, ...)
-{
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	free(*err);
-	*err = rc == 0 ? buf_steal(&b) : NULL;
-	buf_free(&b);
-}
-
 static void free_secret(char *s)
 {
 	if (s)
@@ -101,7 +87,7 @@ static int take_ca(struct identity *id, const struct buf *pem, char **err)
 	}
 	pthread_mutex_unlock(&id->lock);
 	if (rc < 0)
-		return set_err(err, "out of memory"), -1;
+		return err_printf(err, "out of memory"), -1;
 	if (same)
 		return 0;
 	if (id->cfg->bootstrap_mode == BOOTSTRAP_TOKEN && hubfiles_write_ca(id->root, pem, err) < 0)
@@ -116,13 +102,13 @@ static int read_bootstrap(struct identity *id, const char *path, char **token, c
 	struct kubeconfig kc = {0};
 	int rc = kubeconfig_load(path, &kc, err);
 	if (rc == 0 && !kc.token) {
-		set_err(err, "%s has no token", path);
+		err_printf(err, "%s has no token", path);
 		rc = -1;
 	}
 	if (rc == 0 && kc.ca_data.len)
 		rc = take_ca(id, &kc.ca_data, err);
 	if (rc == 0 && !(*token = strdup(kc.token)))
-		rc = -1, set_err(err, "out of memory");
+		rc = -1, err_printf(err, "out of memory");
 	if (kc.token)
 		explicit_bzero(kc.token, strlen(kc.token));
 	kubeconfig_free(&kc);
@@ -156,7 +142,7 @@ static int discover(struct identity *id, const char *token, const atomic_bool *s
 		rc = take_ca(id, &r.ca_pem, err);
 	char *copy = rc == 0 ? strdup(token) : NULL;
 	if (rc == 0 && !copy)
-		rc = -1, set_err(err, "out of memory");
+		rc = -1, err_printf(err, "out of memory");
 	if (rc == 0) {
 		pthread_mutex_lock(&id->lock);
 		free_secret(id->boot_token);
@@ -182,7 +168,7 @@ static int bootstrap_token(struct identity *id, atomic_bool *stop, char **out, c
 	pthread_mutex_unlock(&id->lock);
 	int rc = 0;
 	if (known) {
-		rc = *out ? 0 : (set_err(err, "out of memory"), -1);
+		rc = *out ? 0 : (err_printf(err, "out of memory"), -1);
 	} else if (access(id->bootstrap_conf, F_OK) == 0 &&
 		   read_bootstrap(id, id->bootstrap_conf, out, err) == 0 &&
 		   (!join || !strcmp(join, *out))) {
@@ -198,11 +184,11 @@ static int bootstrap_token(struct identity *id, atomic_bool *stop, char **out, c
 		*err = NULL;
 		rc = discover(id, join, stop, 0, err);
 		if (rc == 0 && !(*out = strdup(join)))
-			rc = -1, set_err(err, "out of memory");
+			rc = -1, err_printf(err, "out of memory");
 	} else {
 		rc = -1; /* read_bootstrap said why */
 		if (!*err)
-			set_err(err, "no bootstrap token: %s is missing", id->bootstrap_conf);
+			err_printf(err, "no bootstrap token: %s is missing", id->bootstrap_conf);
 	}
 	free_secret(join);
 	return rc;
@@ -225,7 +211,7 @@ static int setup_handle(void *ctx, CURL *h, struct curl_slist **headers, char **
 		explicit_bzero(line.data, line.cap);
 	buf_free(&line);
 	if (!l)
-		return set_err(err, "out of memory"), -1;
+		return err_printf(err, "out of memory"), -1;
 	*headers = l;
 	return 0;
 }
@@ -240,7 +226,7 @@ static int issue(void *ctx, const char *csr_pem, char **cert_pem, char **err)
 	 * one with the current certificate while it is valid */
 	is->with_cert = is->serving || cfg->bootstrap_mode != BOOTSTRAP_TOKEN || client_valid(id);
 	if (is->serving && cfg->bootstrap_mode == BOOTSTRAP_TOKEN && !client_valid(id))
-		return set_err(err, "the hub has no client certificate yet"), -1;
+		return err_printf(err, "the hub has no client certificate yet"), -1;
 	if (!is->with_cert && bootstrap_token(id, &is->stop, &is->bearer, err) < 0)
 		return -1;
 	const char *server = cfg->server_addr.v[is->next_server % cfg->server_addr.n];
@@ -284,7 +270,7 @@ static int client_template(void *ctx, struct x509_template *t, char **err)
 		if (!x509_names_has(&t->orgs, cfg->hub_cert_organizations.v[i]))
 			rc = x509_names_add(&t->orgs, cfg->hub_cert_organizations.v[i]);
 	if (rc < 0)
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 	return rc;
 }
 
@@ -299,7 +285,7 @@ static int serving_template(void *ctx, struct x509_template *t, char **err)
 	const struct config *cfg = id->cfg;
 	char *cluster_ip = NULL;
 	if (id->hooks.cluster_ip(id->hooks.ctx, &cluster_ip) < 0) {
-		set_err(err, "the cluster IP of default/kubernetes is not known yet");
+		err_printf(err, "the cluster IP of default/kubernetes is not known yet");
 		return -1;
 	}
 	static const char *const dns[] = {"kubernetes", "kubernetes.default",
@@ -317,7 +303,7 @@ static int serving_template(void *ctx, struct x509_template *t, char **err)
 			rc = x509_names_add(&t->ips, ips[i]);
 	free(cluster_ip);
 	if (rc < 0)
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 	return rc;
 }
 
@@ -459,14 +445,14 @@ struct identity *identity_start(const struct config *cfg, bool with_serving,
 	*err = NULL;
 	struct identity *id = calloc(1, sizeof *id);
 	if (!id)
-		return set_err(err, "out of memory"), NULL;
+		return err_printf(err, "out of memory"), NULL;
 	id->cfg = cfg;
 	id->hooks = *hooks;
 	pthread_mutex_init(&id->lock, NULL);
 	bool token_mode = cfg->bootstrap_mode == BOOTSTRAP_TOKEN;
 	int rc = paths(id);
 	if (rc < 0)
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 	if (rc == 0 && token_mode)
 		rc = prepare_token_mode(id, err);
 	if (rc == 0 && !token_mode && with_serving)
@@ -500,8 +486,8 @@ int identity_update_token(struct identity *id, const char *token, bool *bad_inpu
 	struct bootstrap_token t;
 	if (!token || jws_token_parse(token, strlen(token), &t) < 0) {
 		*bad_input = true;
-		return set_err(err, "the join token is not a bootstrap token "
-				    "([a-z0-9]{6}.[a-z0-9]{16})"),
+		return err_printf(err, "the join token is not a bootstrap token "
+				       "([a-z0-9]{6}.[a-z0-9]{16})"),
 		       -1;
 	}
 	jws_token_wipe(&t);
@@ -516,7 +502,7 @@ int identity_update_token(struct identity *id, const char *token, bool *bad_inpu
 		id->join_token = copy;
 	}
 	pthread_mutex_unlock(&id->lock);
-	return copy ? 0 : (set_err(err, "out of memory"), -1);
+	return copy ? 0 : (err_printf(err, "out of memory"), -1);
 }
 
 const char *identity_client_ca_file(struct identity *id)

@@ -23,22 +23,6 @@
 #define KEY_MIN	   32
 #define HEADER_MAX 4096 /* kubeadm's is 42 bytes */
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **err, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	free(*err);
-	*err = rc == 0 ? buf_steal(&b) : strdup("out of memory");
-	buf_free(&b);
-}
-
 static bool token_char(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
@@ -73,7 +57,7 @@ static int mac(const char *header, size_t hlen, const char *payload, size_t len,
 	if (buf_append(&input, header, hlen) < 0 || buf_append_char(&input, '.') < 0 ||
 	    base64url_encode(payload, len, &input) < 0 || buf_append(&key, secret, slen) < 0 ||
 	    buf_reserve(&key, KEY_MIN) < 0) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		goto out;
 	}
 	while (key.len < KEY_MIN)
@@ -81,7 +65,7 @@ static int mac(const char *header, size_t hlen, const char *payload, size_t len,
 	int grc =
 	    gnutls_hmac_fast(GNUTLS_MAC_SHA256, key.data, key.len, input.data, input.len, out);
 	if (grc < 0) {
-		set_err(err, "HMAC-SHA256: %s", gnutls_strerror(grc));
+		err_printf(err, "HMAC-SHA256: %s", gnutls_strerror(grc));
 		goto out;
 	}
 	rc = 0;
@@ -103,7 +87,7 @@ int jws_sign_detached(const char *payload, size_t len, const char *key_id, const
 	if (buf_append_str(&json, "{\"alg\":\"HS256\",\"kid\":") < 0 ||
 	    buf_append_json_str(&json, key_id, strlen(key_id)) < 0 ||
 	    buf_append_char(&json, '}') < 0 || base64url_encode(json.data, json.len, &header) < 0) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		goto out;
 	}
 	if (mac(header.data, header.len, payload, len, secret, sig, err) < 0)
@@ -112,7 +96,7 @@ int jws_sign_detached(const char *payload, size_t len, const char *key_id, const
 	if (buf_append(out, header.data, header.len) < 0 || buf_append_str(out, "..") < 0 ||
 	    base64url_encode(sig, sizeof sig, out) < 0) {
 		out->len = keep;
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		goto out;
 	}
 	rc = 0;
@@ -132,13 +116,13 @@ static int check_header(const char *text, size_t len, const char *key_id, char *
 	json_t *h = NULL;
 	int rc = -1;
 	if (len > HEADER_MAX || base64url_decode(text, len, &raw) < 0) {
-		set_err(err, "JWS header is not base64url");
+		err_printf(err, "JWS header is not base64url");
 		goto out;
 	}
 	json_error_t jerr;
 	h = raw.len ? json_loadb(raw.data, raw.len, JSON_REJECT_DUPLICATES, &jerr) : NULL;
 	if (!json_is_object(h)) {
-		set_err(err, "JWS header is not a JSON object");
+		err_printf(err, "JWS header is not a JSON object");
 		goto out;
 	}
 	const char *k;
@@ -146,25 +130,25 @@ static int check_header(const char *text, size_t len, const char *key_id, char *
 	json_object_foreach(h, k, v)
 	{
 		if (strcmp(k, "alg") && strcmp(k, "kid") && strcmp(k, "typ")) {
-			set_err(err, "JWS header has a member \"%s\" kubeadm does not write", k);
+			err_printf(err, "JWS header has a member \"%s\" kubeadm does not write", k);
 			goto out;
 		}
 		if (!json_is_string(v)) {
-			set_err(err, "JWS header member \"%s\" is not a string", k);
+			err_printf(err, "JWS header member \"%s\" is not a string", k);
 			goto out;
 		}
 	}
 	json_t *alg = json_object_get(h, "alg"), *kid = json_object_get(h, "kid");
 	const char *a = json_string_value(alg);
 	if (!a || json_string_length(alg) != 5 || strcmp(a, "HS256")) {
-		set_err(err, "JWS algorithm is \"%s\", not HS256", a ? a : "(none)");
+		err_printf(err, "JWS algorithm is \"%s\", not HS256", a ? a : "(none)");
 		goto out;
 	}
 	size_t idlen = strlen(key_id);
 	if (!kid || json_string_length(kid) != idlen ||
 	    memcmp(json_string_value(kid), key_id, idlen)) {
-		set_err(err, "JWS key id is \"%s\", not the token id \"%s\"",
-			kid ? json_string_value(kid) : "(none)", key_id);
+		err_printf(err, "JWS key id is \"%s\", not the token id \"%s\"",
+			   kid ? json_string_value(kid) : "(none)", key_id);
 		goto out;
 	}
 	rc = 0;
@@ -181,11 +165,11 @@ int jws_verify_detached(const char *jws, size_t jws_len, const char *payload, si
 	const char *dot1 = memchr(jws, '.', jws_len);
 	const char *dot2 = dot1 ? memchr(dot1 + 1, '.', (size_t)(end - dot1 - 1)) : NULL;
 	if (!dot1 || !dot2 || memchr(dot2 + 1, '.', (size_t)(end - dot2 - 1))) {
-		set_err(err, "not a compact JWS (three parts separated by '.')");
+		err_printf(err, "not a compact JWS (three parts separated by '.')");
 		return -1;
 	}
 	if (dot2 != dot1 + 1) {
-		set_err(err, "not a detached JWS: the payload part is not empty");
+		err_printf(err, "not a detached JWS: the payload part is not empty");
 		return -1;
 	}
 	if (check_header(jws, (size_t)(dot1 - jws), key_id, err) < 0)
@@ -194,15 +178,15 @@ int jws_verify_detached(const char *jws, size_t jws_len, const char *payload, si
 	const char *s = dot2 + 1;
 	size_t slen = (size_t)(end - s);
 	if (slen > 64 || base64url_decode(s, slen, &sig) < 0 || sig.len != MAC_LEN) {
-		set_err(err, "JWS signature is not base64url of 32 bytes");
+		err_printf(err, "JWS signature is not base64url of 32 bytes");
 		buf_free(&sig);
 		return -1;
 	}
 	unsigned char want[MAC_LEN];
 	int rc = mac(jws, (size_t)(dot1 - jws), payload, len, secret, want, err);
 	if (rc == 0 && gnutls_memcmp(want, sig.data, MAC_LEN) != 0) {
-		set_err(err, "JWS signature does not match: another token signed it, or the "
-			     "content was changed");
+		err_printf(err, "JWS signature does not match: another token signed it, or the "
+				"content was changed");
 		rc = -1;
 	}
 	explicit_bzero(want, sizeof want);

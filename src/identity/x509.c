@@ -28,22 +28,6 @@
  * int sizes honest. */
 #define PEM_BLOCK_MAX (1u << 20)
 
-static void set_err(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void set_err(char **err, const char *fmt, ...)
-{
-	if (!err)
-		return;
-	struct buf b = BUF_INIT;
-	va_list ap;
-	va_start(ap, fmt);
-	int rc = buf_vprintf(&b, fmt, ap);
-	va_end(ap);
-	free(*err);
-	*err = rc == 0 ? buf_steal(&b) : strdup("out of memory");
-	buf_free(&b);
-}
-
 /* Key material must not linger in freed memory. */
 static void wipe_free(struct buf *b)
 {
@@ -171,22 +155,22 @@ bool x509_satisfies(const struct x509_info *cert, const struct x509_template *t,
 {
 	const char *tcn = t->cn ? t->cn : "";
 	if (strcmp(cert->cn ? cert->cn : "", tcn)) {
-		set_err(why, "subject CN is \"%s\", not \"%s\"", cert->cn ? cert->cn : "", tcn);
+		err_printf(why, "subject CN is \"%s\", not \"%s\"", cert->cn ? cert->cn : "", tcn);
 		return false;
 	}
 	for (size_t i = 0; i < t->orgs.n; i++)
 		if (!x509_names_has(&cert->orgs, t->orgs.v[i])) {
-			set_err(why, "subject lacks O \"%s\"", t->orgs.v[i]);
+			err_printf(why, "subject lacks O \"%s\"", t->orgs.v[i]);
 			return false;
 		}
 	for (size_t i = 0; i < t->dns.n; i++)
 		if (!x509_names_has(&cert->dns, t->dns.v[i])) {
-			set_err(why, "lacks DNS SAN \"%s\"", t->dns.v[i]);
+			err_printf(why, "lacks DNS SAN \"%s\"", t->dns.v[i]);
 			return false;
 		}
 	for (size_t i = 0; i < t->ips.n; i++)
 		if (!has_ip(&cert->ips, t->ips.v[i])) {
-			set_err(why, "lacks IP SAN %s", t->ips.v[i]);
+			err_printf(why, "lacks IP SAN %s", t->ips.v[i]);
 			return false;
 		}
 	return true;
@@ -252,11 +236,11 @@ static int pem_next(struct pem_reader *r, struct buf *label, struct buf *der, ch
 	const char *l, *body;
 	size_t llen;
 	if (!line_label(begin + 11, r->end, &l, &llen, &body)) {
-		set_err(err, "PEM block %zu: malformed BEGIN line", r->index);
+		err_printf(err, "PEM block %zu: malformed BEGIN line", r->index);
 		return -1;
 	}
 	if (buf_append(label, l, llen) < 0) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		return -1;
 	}
 	const char *endl = find_line(body, r->end, "-----END ");
@@ -264,24 +248,24 @@ static int pem_next(struct pem_reader *r, struct buf *label, struct buf *der, ch
 	size_t ellen;
 	if (!endl || !line_label(endl + 9, r->end, &el, &ellen, &after) || ellen != llen ||
 	    memcmp(el, l, llen)) {
-		set_err(err, "PEM block %zu (%s): no matching END line", r->index, label->data);
+		err_printf(err, "PEM block %zu (%s): no matching END line", r->index, label->data);
 		return -1;
 	}
 	r->p = after;
 	size_t blen = (size_t)(endl - body);
 	if (memchr(body, ':', blen)) {
-		set_err(err,
-			"PEM block %zu (%s): has headers (an encrypted key?), which are not "
-			"supported",
-			r->index, label->data);
+		err_printf(err,
+			   "PEM block %zu (%s): has headers (an encrypted key?), which are not "
+			   "supported",
+			   r->index, label->data);
 		return -1;
 	}
 	if (blen / 4 * 3 > PEM_BLOCK_MAX) {
-		set_err(err, "PEM block %zu (%s): too large", r->index, label->data);
+		err_printf(err, "PEM block %zu (%s): too large", r->index, label->data);
 		return -1;
 	}
 	if (base64_decode(body, blen, der) < 0 || der->len == 0) {
-		set_err(err, "PEM block %zu (%s): not base64", r->index, label->data);
+		err_printf(err, "PEM block %zu (%s): not base64", r->index, label->data);
 		return -1;
 	}
 	return 1;
@@ -394,7 +378,7 @@ static int read_subject(gnutls_x509_crt_t crt, struct x509_info *info, char **er
 		int rc = dn_value(crt, GNUTLS_OID_X520_COMMON_NAME, i, &next);
 		if (rc < 0) {
 			free(v);
-			set_err(err, "certificate subject: a CN that cannot be read");
+			err_printf(err, "certificate subject: a CN that cannot be read");
 			return -1;
 		}
 		if (rc == 0)
@@ -404,14 +388,14 @@ static int read_subject(gnutls_x509_crt_t crt, struct x509_info *info, char **er
 	}
 	info->cn = v ? v : strdup("");
 	if (!info->cn) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		return -1;
 	}
 	for (unsigned i = 0;; i++) {
 		char *o = NULL;
 		int rc = dn_value(crt, GNUTLS_OID_X520_ORGANIZATION_NAME, i, &o);
 		if (rc < 0) {
-			set_err(err, "certificate subject: an O that cannot be read");
+			err_printf(err, "certificate subject: an O that cannot be read");
 			return -1;
 		}
 		if (rc == 0)
@@ -419,7 +403,7 @@ static int read_subject(gnutls_x509_crt_t crt, struct x509_info *info, char **er
 		rc = x509_names_add(&info->orgs, o);
 		free(o);
 		if (rc < 0) {
-			set_err(err, "out of memory");
+			err_printf(err, "out of memory");
 			return -1;
 		}
 	}
@@ -439,7 +423,7 @@ static int read_sans(gnutls_x509_crt_t crt, struct x509_info *info, char **err)
 			return 0;
 		if (rc == GNUTLS_E_SHORT_MEMORY_BUFFER && size <= PEM_BLOCK_MAX) {
 			if (!(v = calloc(1, size + 1))) {
-				set_err(err, "out of memory");
+				err_printf(err, "out of memory");
 				return -1;
 			}
 			rc = gnutls_x509_crt_get_subject_alt_name2(crt, seq, v, &size, &type,
@@ -447,12 +431,13 @@ static int read_sans(gnutls_x509_crt_t crt, struct x509_info *info, char **err)
 		}
 		int added = 0;
 		if (rc < 0) {
-			set_err(err, "certificate SAN %u: %s", seq, gnutls_strerror(rc));
+			err_printf(err, "certificate SAN %u: %s", seq, gnutls_strerror(rc));
 			added = -1;
 		} else if (type == GNUTLS_SAN_DNSNAME) {
 			v[size] = '\0';
 			if (strlen((char *)v) != size) {
-				set_err(err, "certificate SAN %u: a DNS name with a NUL byte", seq);
+				err_printf(err, "certificate SAN %u: a DNS name with a NUL byte",
+					   seq);
 				added = -1;
 			} else {
 				added = x509_names_add(&info->dns, (char *)v);
@@ -469,8 +454,8 @@ static int read_sans(gnutls_x509_crt_t crt, struct x509_info *info, char **err)
 			else if (size == 16)
 				t = inet_ntop(AF_INET6, v, text, sizeof text);
 			if (!t) {
-				set_err(err, "certificate SAN %u: an IP address of %zu bytes", seq,
-					size);
+				err_printf(err, "certificate SAN %u: an IP address of %zu bytes",
+					   seq, size);
 				added = -1;
 			} else {
 				added = x509_names_add(&info->ips, t);
@@ -480,7 +465,7 @@ static int read_sans(gnutls_x509_crt_t crt, struct x509_info *info, char **err)
 			free(v);
 		if (added < 0) {
 			if (err && !*err)
-				set_err(err, "out of memory");
+				err_printf(err, "out of memory");
 			return -1;
 		}
 	}
@@ -540,18 +525,18 @@ static int check_key(gnutls_x509_crt_t leaf, const char *label, const struct buf
 	gnutls_datum_t a = {NULL, 0}, b = {NULL, 0};
 	int rc = gnutls_x509_privkey_init(&key);
 	if (rc < 0) {
-		set_err(err, "private key: %s", gnutls_strerror(rc));
+		err_printf(err, "private key: %s", gnutls_strerror(rc));
 		return -1;
 	}
 	rc = import_key(key, label, der);
 	if (rc < 0) {
-		set_err(err, "private key (%s): %s", label, gnutls_strerror(rc));
+		err_printf(err, "private key (%s): %s", label, gnutls_strerror(rc));
 	} else if ((rc = gnutls_x509_privkey_verify_params(key)) < 0) {
-		set_err(err, "private key (%s): inconsistent: %s", label, gnutls_strerror(rc));
+		err_printf(err, "private key (%s): inconsistent: %s", label, gnutls_strerror(rc));
 	} else if ((rc = spki_of_key(key, &a)) < 0) {
-		set_err(err, "private key (%s): %s", label, gnutls_strerror(rc));
+		err_printf(err, "private key (%s): %s", label, gnutls_strerror(rc));
 	} else if ((rc = spki_of_crt(leaf, &b)) < 0) {
-		set_err(err, "certificate public key: %s", gnutls_strerror(rc));
+		err_printf(err, "certificate public key: %s", gnutls_strerror(rc));
 	} else {
 		*matches = a.size == b.size && !memcmp(a.data, b.data, a.size);
 	}
@@ -566,7 +551,7 @@ static int read_leaf(gnutls_x509_crt_t crt, struct x509_info *info, char **err)
 	info->not_before = gnutls_x509_crt_get_activation_time(crt);
 	info->not_after = gnutls_x509_crt_get_expiration_time(crt);
 	if (info->not_before == (time_t)-1 || info->not_after == (time_t)-1) {
-		set_err(err, "certificate: validity times cannot be read");
+		err_printf(err, "certificate: validity times cannot be read");
 		return -1;
 	}
 	if (read_subject(crt, info, err) < 0 || read_sans(crt, info, err) < 0)
@@ -579,7 +564,7 @@ static int import_crt(gnutls_x509_crt_t *crt, const struct buf *der, size_t inde
 {
 	int rc = gnutls_x509_crt_init(crt);
 	if (rc < 0) {
-		set_err(err, "certificate %zu: %s", index, gnutls_strerror(rc));
+		err_printf(err, "certificate %zu: %s", index, gnutls_strerror(rc));
 		return -1;
 	}
 	gnutls_datum_t d = datum(der);
@@ -587,7 +572,7 @@ static int import_crt(gnutls_x509_crt_t *crt, const struct buf *der, size_t inde
 	if (rc < 0) {
 		gnutls_x509_crt_deinit(*crt);
 		*crt = NULL;
-		set_err(err, "certificate %zu: %s", index, gnutls_strerror(rc));
+		err_printf(err, "certificate %zu: %s", index, gnutls_strerror(rc));
 		return -1;
 	}
 	return 0;
@@ -619,26 +604,26 @@ int x509_parse_pem(const char *pem, size_t len, struct x509_info *out, char **er
 			out->n_certs++;
 		} else if (is_key_label(label.data)) {
 			if (out->has_key) {
-				set_err(err, "more than one private key in the PEM");
+				err_printf(err, "more than one private key in the PEM");
 				rc = -1;
 				break;
 			}
 			out->has_key = true;
 			if (buf_append(&key_label, label.data, label.len) < 0 ||
 			    buf_append(&key_der, der.data, der.len) < 0) {
-				set_err(err, "out of memory");
+				err_printf(err, "out of memory");
 				rc = -1;
 				break;
 			}
 		} else if (!strcmp(label.data, "ENCRYPTED PRIVATE KEY")) {
-			set_err(err, "encrypted private keys are not supported");
+			err_printf(err, "encrypted private keys are not supported");
 			rc = -1;
 			break;
 		}
 		/* other blocks (parameters, a CSR) are none of ours */
 	}
 	if (rc == 0 && !leaf) {
-		set_err(err, "no certificate in the PEM");
+		err_printf(err, "no certificate in the PEM");
 		rc = -1;
 	}
 	if (rc == 0)
@@ -685,14 +670,14 @@ static int crq_fill(gnutls_x509_crq_t crq, const struct x509_template *t, char *
 		unsigned char ip[16];
 		size_t n = ip_parse(t->ips.v[i], ip);
 		if (!n) {
-			set_err(err, "template IP SAN \"%s\" is no IP address", t->ips.v[i]);
+			err_printf(err, "template IP SAN \"%s\" is no IP address", t->ips.v[i]);
 			return -1;
 		}
 		rc = gnutls_x509_crq_set_subject_alt_name(crq, GNUTLS_SAN_IPADDRESS, ip,
 							  (unsigned)n, GNUTLS_FSAN_APPEND);
 	}
 	if (rc < 0) {
-		set_err(err, "certificate request: %s", gnutls_strerror(rc));
+		err_printf(err, "certificate request: %s", gnutls_strerror(rc));
 		return -1;
 	}
 	return 0;
@@ -702,7 +687,7 @@ int x509_make_csr(const struct x509_template *t, struct buf *csr_pem, struct buf
 		  char **err)
 {
 	if (!t->cn || !*t->cn) {
-		set_err(err, "certificate request: the template has no CN");
+		err_printf(err, "certificate request: the template has no CN");
 		return -1;
 	}
 	gnutls_x509_privkey_t key = NULL;
@@ -714,11 +699,11 @@ int x509_make_csr(const struct x509_template *t, struct buf *csr_pem, struct buf
 						   GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1),
 						   0, NULL, 0);
 	if (rc < 0) {
-		set_err(err, "key generation: %s", gnutls_strerror(rc));
+		err_printf(err, "key generation: %s", gnutls_strerror(rc));
 		goto out;
 	}
 	if ((rc = gnutls_x509_crq_init(&crq)) < 0) {
-		set_err(err, "certificate request: %s", gnutls_strerror(rc));
+		err_printf(err, "certificate request: %s", gnutls_strerror(rc));
 		goto out;
 	}
 	if (crq_fill(crq, t, err) < 0) {
@@ -732,14 +717,14 @@ int x509_make_csr(const struct x509_template *t, struct buf *csr_pem, struct buf
 	     * server refuses */
 	    (rc = gnutls_pem_base64_encode2("CERTIFICATE REQUEST", &der, &pem)) < 0 ||
 	    (rc = gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, &kpem)) < 0) {
-		set_err(err, "certificate request: %s", gnutls_strerror(rc));
+		err_printf(err, "certificate request: %s", gnutls_strerror(rc));
 		goto out;
 	}
 	size_t csr_keep = csr_pem->len;
 	if (buf_append(csr_pem, pem.data, pem.size) < 0 ||
 	    buf_append(key_pem, kpem.data, kpem.size) < 0) {
 		csr_pem->len = csr_keep;
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		rc = -1;
 	}
 out:
@@ -764,12 +749,12 @@ static int spki_hash(const struct buf *der, unsigned char hash[32], size_t index
 {
 	struct der spki;
 	if (!der_spki((const unsigned char *)der->data, der->len, &spki)) {
-		set_err(err, "certificate %zu: no SubjectPublicKeyInfo where DER has it", index);
+		err_printf(err, "certificate %zu: no SubjectPublicKeyInfo where DER has it", index);
 		return -1;
 	}
 	int rc = gnutls_hash_fast(GNUTLS_DIG_SHA256, spki.p, (size_t)(spki.end - spki.p), hash);
 	if (rc < 0) {
-		set_err(err, "SHA-256: %s", gnutls_strerror(rc));
+		err_printf(err, "SHA-256: %s", gnutls_strerror(rc));
 		return -1;
 	}
 	return 0;
@@ -817,7 +802,7 @@ static int each_cert_hash(const char *pem, size_t len,
 	if (got < 0)
 		return -1;
 	if (n == 0) {
-		set_err(err, "no certificate in the PEM");
+		err_printf(err, "no certificate in the PEM");
 		return -1;
 	}
 	return n;
@@ -835,7 +820,7 @@ int x509_pin_of(const char *pem, size_t len, struct buf *pin, char **err)
 	if (each_cert_hash(pem, len, take_first, hash, err) < 0)
 		return -1;
 	if (append_pin(pin, hash) < 0) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -892,18 +877,18 @@ int x509_pins_check(const char *bundle, size_t len, const char *const *pins, siz
 		    char **err)
 {
 	if (n_pins == 0 || n_pins > SIZE_MAX / 32) {
-		set_err(err, "no CA pin to check against");
+		err_printf(err, "no CA pin to check against");
 		return -1;
 	}
 	unsigned char(*raw)[32] = malloc(n_pins * sizeof *raw);
 	if (!raw) {
-		set_err(err, "out of memory");
+		err_printf(err, "out of memory");
 		return -1;
 	}
 	for (size_t i = 0; i < n_pins; i++)
 		if (parse_pin(pins[i], raw[i]) < 0) {
-			set_err(err, "CA pin \"%s\" is not of the form sha256:<64 hex digits>",
-				pins[i]);
+			err_printf(err, "CA pin \"%s\" is not of the form sha256:<64 hex digits>",
+				   pins[i]);
 			free(raw);
 			return -1;
 		}
@@ -912,8 +897,8 @@ int x509_pins_check(const char *bundle, size_t len, const char *const *pins, siz
 	if (rc >= 0) {
 		rc = m.found ? 1 : 0;
 		if (!m.found)
-			set_err(err, "none of the CA's public keys (%s) is pinned",
-				m.oom ? "?" : buf_cstr(&m.seen));
+			err_printf(err, "none of the CA's public keys (%s) is pinned",
+				   m.oom ? "?" : buf_cstr(&m.seen));
 	}
 	buf_free(&m.seen);
 	free(raw);

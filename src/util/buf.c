@@ -207,6 +207,20 @@ char *str_printf(const char *fmt, ...)
 	return buf_steal(&b);
 }
 
+void err_printf(char **err, const char *fmt, ...)
+{
+	if (!err)
+		return;
+	struct buf b = BUF_INIT;
+	va_list ap;
+	va_start(ap, fmt);
+	int rc = buf_vprintf(&b, fmt, ap);
+	va_end(ap);
+	free(*err);
+	*err = rc == 0 ? buf_steal(&b) : strdup("out of memory");
+	buf_free(&b);
+}
+
 const char *buf_cstr(const struct buf *b)
 {
 	return b->data ? b->data : "";

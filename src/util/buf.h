@@ -43,6 +43,9 @@ void buf_free(struct buf *b);	/* releases memory, back to BUF_INIT */
 char *buf_steal(struct buf *b); /* caller owns the returned string */
 /* A new malloc'ed string, printf-formatted; NULL when out of memory. */
 char *str_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Replace *err (freed) with a formatted message, or "out of memory"; err
+ * may be NULL (the caller does not want the message). */
+void err_printf(char **err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A pointer that is never NULL: "" for an empty buffer. */
 const char *buf_cstr(const struct buf *b);
 
