@@ -275,6 +275,9 @@ static void load_store(struct certmgr *m)
 			log_msg('I', 0,
 				"%s certificate: %s from %s, valid until %s, renewed from %s",
 				m->name, m->info.cn, m->dir, na, at);
+			if (m->cfg.on_loaded)
+				m->cfg.on_loaded(m->cfg.rotated_ctx, m->pem.data, m->pem.len,
+						 &m->info);
 		}
 	}
 	certstore_pair_free(&p);
@@ -283,7 +286,6 @@ static void load_store(struct certmgr *m)
 static void *run(void *arg)
 {
 	struct certmgr *m = arg;
-	load_store(m);
 	unsigned failures = 0;
 	while (!atomic_load(&m->stop)) {
 		struct x509_template t = {0};
@@ -397,6 +399,7 @@ struct certmgr *certmgr_start(const struct certmgr_config *cfg, char **err)
 		*err = strdup("certificate manager: out of memory");
 		return NULL;
 	}
+	load_store(m); /* before the thread: no lock is contended yet */
 	int rc = pthread_create(&m->thread, NULL, run, m);
 	if (rc != 0) {
 		*err = str_printf("certificate manager: no thread: %s", strerror(rc));

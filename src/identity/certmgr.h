@@ -6,8 +6,8 @@
  * the issuer's business (a table of functions; csrclient.h provides the
  * Kubernetes CSR one), where it is kept is the file store's (certstore.h).
  *
- * The thread:
- *   - at start loads the store;
+ * certmgr_start loads the store (on_loaded says what it found); then the
+ * thread:
  *   - asks for a certificate at once when there is none, when it has
  *     expired, or when it does not carry what the template asks (CN, every
  *     O, DNS and IP SAN; extras are fine) - the template is asked for again
@@ -63,6 +63,11 @@ struct certmgr_config {
 	 * store holds (certificate(s) then key).  In the manager's thread;
 	 * must not call certmgr_stop.  May be NULL. */
 	void (*on_rotated)(void *ctx, const char *pem, size_t len, const struct x509_info *info);
+	/* The pair the store held at start, valid or expired (info says):
+	 * called by certmgr_start before the thread starts, so that what is on
+	 * disk is in use before any request.  May be NULL.  Both with
+	 * rotated_ctx. */
+	void (*on_loaded)(void *ctx, const char *pem, size_t len, const struct x509_info *info);
 	void *rotated_ctx;
 	/* 0 for client-go's figures; tests make them short */
 	unsigned template_poll_ms; /* 1000 */

@@ -337,33 +337,40 @@ static void serving_rotated(void *ctx, const char *pem, size_t len, const struct
 	id->hooks.serving_pair(id->hooks.ctx, pem, len);
 }
 
-/* A pair on disk: handed out now when valid, so that an offline start
- * serves at once; an expired one is said loudly, and renewed. */
-static void load_pair(struct identity *id, const char *prefix, const char *what, bool client)
+/* The pair on disk at start (certmgr_start found it): handed out now when
+ * valid, so that an offline start serves at once; an expired one is said
+ * loudly, and the manager renews it. */
+static void pair_loaded(struct identity *id, const char *pem, size_t len,
+			const struct x509_info *info, bool client)
 {
-	struct certstore_pair p;
-	if (certstore_load(id->pki, prefix, &p) == 1) {
-		if ((long long)p.info.not_after > (long long)time(NULL)) {
-			if (client) {
-				id->hooks.client_pair(id->hooks.ctx, p.pem.data, p.pem.len);
-				atomic_store(&id->client_not_after, (long long)p.info.not_after);
-			} else {
-				id->hooks.serving_pair(id->hooks.ctx, p.pem.data, p.pem.len);
-			}
+	if (client)
+		atomic_store(&id->had_client, true);
+	if ((long long)info->not_after > (long long)time(NULL)) {
+		if (client) {
+			id->hooks.client_pair(id->hooks.ctx, pem, len);
+			atomic_store(&id->client_not_after, (long long)info->not_after);
 		} else {
-			char when[32];
-			struct tm tm;
-			time_t na = p.info.not_after;
-			strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&na, &tm));
-			log_warn(
-			    "the hub's %s certificate in %s expired at %s: the hub answers from "
-			    "its cache and asks for a new one until the cluster signs it",
-			    what, id->pki, when);
+			id->hooks.serving_pair(id->hooks.ctx, pem, len);
 		}
-		if (client)
-			atomic_store(&id->had_client, true);
+		return;
 	}
-	certstore_pair_free(&p);
+	char when[32];
+	struct tm tm;
+	time_t na = info->not_after;
+	strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&na, &tm));
+	log_warn("the hub's %s certificate in %s expired at %s: the hub answers from its cache "
+		 "and asks for a new one until the cluster signs it",
+		 client ? "client" : "serving", id->pki, when);
+}
+
+static void client_loaded(void *ctx, const char *pem, size_t len, const struct x509_info *info)
+{
+	pair_loaded(ctx, pem, len, info, true);
+}
+
+static void serving_loaded(void *ctx, const char *pem, size_t len, const struct x509_info *info)
+{
+	pair_loaded(ctx, pem, len, info, false);
 }
 
 static struct certmgr *start_manager(struct identity *id, bool serving, char **err)
@@ -379,6 +386,7 @@ static struct certmgr *start_manager(struct identity *id, bool serving, char **e
 	    .template_ctx = id,
 	    .issuer = {issue, cancel, is},
 	    .on_rotated = serving ? serving_rotated : client_rotated,
+	    .on_loaded = serving ? serving_loaded : client_loaded,
 	    .rotated_ctx = id,
 	};
 	return certmgr_start(&mc, err);
@@ -406,7 +414,7 @@ static int paths(struct identity *id)
 		   : -1;
 }
 
-/* Token mode, before the managers: the files, the CA, the token file. */
+/* Token mode, before the client manager: the files and the CA. */
 static int prepare_token_mode(struct identity *id, char **err)
 {
 	const struct config *cfg = id->cfg;
@@ -420,22 +428,29 @@ static int prepare_token_mode(struct identity *id, char **err)
 		return -1;
 	}
 	buf_free(&ca);
-	load_pair(id, HUBFILES_CLIENT_PREFIX, "client", true);
-	if (*cfg->bootstrap_file) {
-		char *token = NULL;
-		if (read_bootstrap(id, cfg->bootstrap_file, &token, err) == 0) {
-			pthread_mutex_lock(&id->lock);
+	return 0;
+}
+
+/* --bootstrap-file, once the client manager has said whether the store
+ * holds a certificate: without one, a bootstrap file that cannot be read
+ * leaves nothing to start with, and the hub refuses, as YurtHub does. */
+static int take_bootstrap_file(struct identity *id, char **err)
+{
+	char *token = NULL;
+	if (read_bootstrap(id, id->cfg->bootstrap_file, &token, err) == 0) {
+		pthread_mutex_lock(&id->lock);
+		if (!id->boot_token)
 			id->boot_token = token;
-			pthread_mutex_unlock(&id->lock);
-		} else if (!atomic_load(&id->had_client)) {
-			return -1; /* nothing to bootstrap with: as YurtHub, refuse */
-		} else {
-			log_warn("--bootstrap-file: %s; the hub goes on with its certificate",
-				 *err);
-			free(*err);
-			*err = NULL;
-		}
+		else
+			free_secret(token); /* the manager's first request read it already */
+		pthread_mutex_unlock(&id->lock);
+		return 0;
 	}
+	if (!atomic_load(&id->had_client))
+		return -1;
+	log_warn("--bootstrap-file: %s; the hub goes on with its certificate", *err);
+	free(*err);
+	*err = NULL;
 	return 0;
 }
 
@@ -459,8 +474,9 @@ struct identity *identity_start(const struct config *cfg, bool with_serving,
 		rc = hubfiles_prepare(cfg->root_dir, err);
 	if (rc == 0 && token_mode && !(id->client_mgr = start_manager(id, false, err)))
 		rc = -1;
+	if (rc == 0 && token_mode && *cfg->bootstrap_file)
+		rc = take_bootstrap_file(id, err);
 	if (rc == 0 && with_serving) {
-		load_pair(id, HUBFILES_SERVER_PREFIX, "serving", false);
 		struct certmgr *m = start_manager(id, true, err);
 		pthread_mutex_lock(&id->lock);
 		id->serving_mgr = m;
