@@ -12,7 +12,9 @@
 
 static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-int base64_encode(const void *data, size_t len, struct buf *out)
+/* Both alphabets: the standard one pads the last quantum with '=', the
+ * URL-safe one (as JWS uses it) leaves it short. */
+static int encode(const void *data, size_t len, struct buf *out, const char *abc, bool pad)
 {
 	const unsigned char *p = data;
 	if (len / 3 >= SIZE_MAX / 4 - 1 || buf_reserve(out, (len + 2) / 3 * 4) < 0)
@@ -21,26 +23,36 @@ int base64_encode(const void *data, size_t len, struct buf *out)
 	size_t i = 0;
 	for (; i + 3 <= len; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		*o++ = alphabet[v >> 18];
-		*o++ = alphabet[v >> 12 & 63];
-		*o++ = alphabet[v >> 6 & 63];
-		*o++ = alphabet[v & 63];
+		*o++ = abc[v >> 18];
+		*o++ = abc[v >> 12 & 63];
+		*o++ = abc[v >> 6 & 63];
+		*o++ = abc[v & 63];
 	}
 	if (i < len) {
 		uint32_t v = (uint32_t)p[i] << 16;
 		if (i + 1 < len)
 			v |= (uint32_t)p[i + 1] << 8;
-		*o++ = alphabet[v >> 18];
-		*o++ = alphabet[v >> 12 & 63];
-		*o++ = i + 1 < len ? alphabet[v >> 6 & 63] : '=';
-		*o++ = '=';
+		*o++ = abc[v >> 18];
+		*o++ = abc[v >> 12 & 63];
+		if (i + 1 < len)
+			*o++ = abc[v >> 6 & 63];
+		else if (pad)
+			*o++ = '=';
+		if (pad)
+			*o++ = '=';
 	}
 	out->len = (size_t)(o - out->data);
 	out->data[out->len] = '\0';
 	return 0;
 }
 
-static int sextet(char c)
+int base64_encode(const void *data, size_t len, struct buf *out)
+{
+	return encode(data, len, out, alphabet, true);
+}
+
+/* The value of one character; c62 and c63 are the alphabet's last two. */
+static int sextet_of(char c, char c62, char c63)
 {
 	if (c >= 'A' && c <= 'Z')
 		return c - 'A';
@@ -48,9 +60,9 @@ static int sextet(char c)
 		return c - 'a' + 26;
 	if (c >= '0' && c <= '9')
 		return c - '0' + 52;
-	if (c == '+')
+	if (c == c62)
 		return 62;
-	if (c == '/')
+	if (c == c63)
 		return 63;
 	return -1;
 }
@@ -85,7 +97,7 @@ static int feed(struct b64_state *st, char c, struct buf *out)
 		st->npad++;
 		st->acc <<= 6;
 	} else {
-		int v = sextet(c);
+		int v = sextet_of(c, '+', '/');
 		if (v < 0 || st->npad > 0 || st->nsext + st->npad >= 4)
 			return -1;
 		st->acc = st->acc << 6 | (uint32_t)v;
@@ -130,45 +142,7 @@ static const char url_alphabet[] =
 
 int base64url_encode(const void *data, size_t len, struct buf *out)
 {
-	const unsigned char *p = data;
-	if (len / 3 >= SIZE_MAX / 4 - 1 || buf_reserve(out, (len + 2) / 3 * 4) < 0)
-		return -1;
-	char *o = out->data + out->len;
-	size_t i = 0;
-	for (; i + 3 <= len; i += 3) {
-		uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
-		*o++ = url_alphabet[v >> 18];
-		*o++ = url_alphabet[v >> 12 & 63];
-		*o++ = url_alphabet[v >> 6 & 63];
-		*o++ = url_alphabet[v & 63];
-	}
-	if (i < len) {
-		uint32_t v = (uint32_t)p[i] << 16;
-		if (i + 1 < len)
-			v |= (uint32_t)p[i + 1] << 8;
-		*o++ = url_alphabet[v >> 18];
-		*o++ = url_alphabet[v >> 12 & 63];
-		if (i + 1 < len)
-			*o++ = url_alphabet[v >> 6 & 63];
-	}
-	out->len = (size_t)(o - out->data);
-	out->data[out->len] = '\0';
-	return 0;
-}
-
-static int url_sextet(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
+	return encode(data, len, out, url_alphabet, false);
 }
 
 int base64url_decode(const char *text, size_t len, struct buf *out)
@@ -182,7 +156,7 @@ int base64url_decode(const char *text, size_t len, struct buf *out)
 	uint32_t acc = 0;
 	int n = 0;
 	for (size_t i = 0; i < len; i++) {
-		int v = url_sextet(text[i]);
+		int v = sextet_of(text[i], '-', '_');
 		if (v < 0)
 			goto bad;
 		acc = acc << 6 | (uint32_t)v;
