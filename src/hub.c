@@ -21,6 +21,7 @@
 
 #include "cache/cacheable.h"
 #include "cluster/cluster.h"
+#include "proxy/multiplexer.h"
 #include "cache/manager.h"
 #include "cloud/health.h"
 #include "cloud/upstream.h"
@@ -221,6 +222,18 @@ static int start_cluster(struct hub *h)
 	return (h->cluster = cluster_new(&s)) ? 0 : -1;
 }
 
+/* The multiplexer (proxy/multiplexer.h) for the default pool-scope
+ * resources; edge mode only: in cloud mode there is no cache to serve its
+ * upstream from offline, and clients go to the cloud as before. */
+static int start_multiplexer(struct hub *h)
+{
+	if (h->cfg->working_mode == MODE_CLOUD || !h->proxy_url)
+		return 0;
+	h->proxy.mux = multiplexer_new(h->proxy_url, h->cfg->node_name,
+				       multiplexer_default_resources, multiplexer_default_count);
+	return h->proxy.mux ? 0 : -1;
+}
+
 /* ---- the dummy interface (docs/install.md) ---- */
 
 /* Make the dummy interface (--enable-dummy-if) and return its address, on
@@ -286,6 +299,8 @@ static int start(struct hub *h)
 	if (start_cluster(h) < 0)
 		return -1;
 	p->cluster = h->cluster;
+	if (start_multiplexer(h) < 0)
+		return -1;
 	p->cloud_mode = h->cfg->working_mode == MODE_CLOUD;
 	p->metrics = &h->metrics;
 	p->min_request_timeout = h->cfg->min_request_timeout;
@@ -305,11 +320,13 @@ static int start(struct hub *h)
 static void stop(struct hub *h)
 {
 	proxy_stop(&h->proxy);
+	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
 	server_quiesce(h->server);
 	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
 	server_stop(h->server);	       /* joins every connection thread */
 	netif_keeper_stop(h->netif);   /* once nothing listens on it */
 	cluster_free(h->cluster);      /* its informers' requests ended with the server */
+	multiplexer_free(h->proxy.mux); /* no reader left */
 	free(h->proxy_url);
 	free(h->hub_port);
 	proxy_free(&h->proxy);

@@ -6,6 +6,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "util/buf.h"
+
 static const char *const default_agents[] = {
     "kubelet",	      "kube-proxy",	  "flanneld",	       "coredns",
     "raven-agent-ds", "yurttunnel-agent", "yurt-tunnel-agent", "yurthub",
@@ -34,12 +36,20 @@ int cache_agents_init(struct cache_agents *a, const struct config *cfg)
 		return -1;
 	a->lock_ready = true;
 	size_t n = sizeof default_agents / sizeof default_agents[0];
-	a->names.v = calloc(n + cfg->cache_agents.n, sizeof *a->names.v);
+	a->names.v = calloc(n + 1 + cfg->cache_agents.n, sizeof *a->names.v);
 	if (!a->names.v)
 		return -1;
 	for (size_t i = 0; i < n; i++)
 		if (!(a->names.v[a->names.n++] = strdup(default_agents[i])))
 			return -1;
+	/* The multiplexer's upstream list+watch (proxy/multiplexer.h): cached
+	 * so that local clients are served from it after an offline reboot. */
+	char *mux = str_printf("multiplexer-proxy-%s", cfg->node_name ? cfg->node_name : "");
+	if (!mux || !(a->names.v[a->names.n++] = lower_dup(mux))) {
+		free(mux);
+		return -1;
+	}
+	free(mux);
 	for (size_t i = 0; i < cfg->cache_agents.n; i++) {
 		const char *name = cfg->cache_agents.v[i];
 		if (!strcmp(name, "*")) {

@@ -610,8 +610,13 @@ static int start_source(struct cluster *c, enum source s)
 		if (!rc && s == SRC_NODE)
 			rc = buf_printf(&query, "fieldSelector=metadata.name%%3D%s", c->node_name);
 	}
-	struct informer_spec spec = {
-	    path.data, query.len ? query.data : NULL, d->begin, d->object, d->end, nothing, c};
+	struct informer_spec spec = {.path = path.data,
+				     .query = query.len ? query.data : NULL,
+				     .on_list_begin = d->begin,
+				     .on_object = d->object,
+				     .on_list_end = d->end,
+				     .on_list_abort = nothing,
+				     .ctx = c};
 	if (!rc && !(c->inf[s] = informer_start(c->proxy_url, c->user_agent, &spec)))
 		rc = -1;
 	buf_free(&path);

@@ -357,6 +357,8 @@ static enum outcome do_list(struct informer *inf)
 			inf->spec.on_list_begin(inf->spec.ctx);
 		if (inf->spec.on_list_end)
 			inf->spec.on_list_end(inf->spec.ctx);
+		if (inf->spec.on_list_rv)
+			inf->spec.on_list_rv(inf->spec.ctx, "");
 		buf_reset(&inf->rv);
 		o = LIST_NOT_SERVED;
 	} else if (r.code != 200) {
@@ -373,6 +375,8 @@ static enum outcome do_list(struct informer *inf)
 		} else {
 			if (inf->spec.on_list_end)
 				inf->spec.on_list_end(inf->spec.ctx);
+			if (inf->spec.on_list_rv)
+				inf->spec.on_list_rv(inf->spec.ctx, buf_cstr(&inf->rv));
 			log_v(2, "informer %s: listed %zu objects at resourceVersion %s", inf->what,
 			      meta.items, buf_cstr(&inf->rv));
 			o = LIST_OK;
@@ -416,6 +420,8 @@ static int watch_event(void *ud, const struct watch_event *ev)
 					    &ev->object);
 		break;
 	case WATCH_BOOKMARK:
+		if (inf->spec.on_bookmark)
+			inf->spec.on_bookmark(inf->spec.ctx, &ev->object);
 		break;
 	case WATCH_ERROR:
 		r->error_code = ev->error_code ? ev->error_code : -1;

@@ -63,6 +63,12 @@ struct informer_spec {
 	void (*on_list_end)(void *ctx);
 	void (*on_list_abort)(void *ctx);
 	void *ctx;
+	/* For a consumer that keeps a copy at a resourceVersion (the
+	 * multiplexer): right after on_list_end, the list's
+	 * metadata.resourceVersion ("" for a 404); and each watch BOOKMARK (the
+	 * resource is current at o->resource_version). */
+	void (*on_list_rv)(void *ctx, const char *resource_version);
+	void (*on_bookmark)(void *ctx, const struct stream_object *o);
 };
 
 struct informer;

@@ -22,6 +22,7 @@
 #ifndef YURTHUB_PROXY_LOCAL_H
 #define YURTHUB_PROXY_LOCAL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "http/request.h"
@@ -62,5 +63,14 @@ int local_status(struct request *req, int code, const char *message);
 /* Lists and watches: local_list.c. */
 int local_list(struct proxy *p, struct request *req);
 int local_watch(struct proxy *p, struct request *req);
+
+/* What offline watches and the multiplexer's (multiplexer_watch.c) share:
+ * a watch's length in seconds (timeoutSeconds, else random in [min, 2 min)
+ * as kube-apiserver), whether the client closed fd, and the answer to a
+ * watch from a resourceVersion older than the history (an ERROR event with
+ * a 410 Expired Status). */
+long local_watch_seconds(const struct request_info *ri, int min_timeout);
+bool local_client_left(int fd);
+int local_too_old(struct request *req, uint64_t from, uint64_t current_rv);
 
 #endif

@@ -488,7 +488,7 @@ static int initial_events(struct watch_gen *w)
 	return 0;
 }
 
-static bool client_left(int fd)
+bool local_client_left(int fd)
 {
 	if (fd < 0)
 		return false;
@@ -515,7 +515,7 @@ static int idle(struct watch_gen *w)
 			return bookmark(w, false);
 		struct pollfd p = {w->client_fd, POLLIN | POLLRDHUP, 0};
 		int n = poll(&p, w->client_fd >= 0 ? 1 : 0, POLL_MS);
-		if (n > 0 && client_left(w->client_fd)) {
+		if (n > 0 && local_client_left(w->client_fd)) {
 			w->state = WATCH_DONE;
 			return 0;
 		}
@@ -573,7 +573,7 @@ static bool wants_initial_events(const struct request_info *ri)
 	return !*ri->resource_version || !strcmp(ri->resource_version, "0");
 }
 
-static long watch_seconds(const struct request_info *ri, int min_timeout)
+long local_watch_seconds(const struct request_info *ri, int min_timeout)
 {
 	if (ri->timeout_seconds > 0)
 		return ri->timeout_seconds;
@@ -603,7 +603,7 @@ static void one_free(void *cls)
  * hub never kept: as kube-apiserver when its history does not reach that
  * far, one ERROR event with a 410 Expired Status, and the watch ends; the
  * client lists again (from the cache) and watches from there. */
-static int too_old(struct request *req, uint64_t from, uint64_t view_rv)
+int local_too_old(struct request *req, uint64_t from, uint64_t view_rv)
 {
 	struct buf msg = BUF_INIT, ev = BUF_INIT;
 	int rc = buf_printf(&msg, "too old resource version: %llu (%llu)", (unsigned long long)from,
@@ -655,7 +655,7 @@ int local_watch(struct proxy *p, struct request *req)
 	uint64_t from = initial || !component ? 0 : older_than_view(ri, view_rv);
 	if (from) {
 		free(component);
-		return too_old(req, from, view_rv);
+		return local_too_old(req, from, view_rv);
 	}
 	struct watch_gen *w = calloc(1, sizeof *w);
 	if (!w) {
@@ -671,7 +671,7 @@ int local_watch(struct proxy *p, struct request *req)
 	w->bookmarks = ri->allow_watch_bookmarks;
 	w->state = initial ? WATCH_INITIAL : WATCH_INITIAL_END;
 	w->client_fd = request_client_fd(req);
-	in_seconds(&w->deadline, watch_seconds(ri, p->min_request_timeout));
+	in_seconds(&w->deadline, local_watch_seconds(ri, p->min_request_timeout));
 	local_kind_of(p, req, &w->g.kind);
 	enum store_err e = STORE_OK;
 	if (gen_selectors(&w->g, ri, &why) < 0) {

@@ -6,6 +6,7 @@
 
 #include "http/response.h"
 #include "proxy/local.h"
+#include "proxy/multiplexer.h"
 #include "proxy/remote.h"
 #include "proxy/upgrade.h"
 
@@ -39,6 +40,9 @@ int proxy_handle(void *ctx, struct request *req)
 		return reply_status(req, 400, NULL, req->ri_err ? req->ri_err : "bad request",
 				    NULL);
 	health_wait_first(p->health);
+	int rc;
+	if (multiplexer_answer(p, req, &rc))
+		return rc;
 	bool upgrade = request_header(req, "Upgrade") != NULL;
 	enum cache_mode mode =
 	    p->cloud_mode ? CACHE_NONE : cache_mode_for(p->agents, req->component, &req->ri);

@@ -24,6 +24,7 @@
 
 struct outbox;
 struct cluster;
+struct multiplexer;
 
 struct proxy {
 	struct upstream *up;
@@ -33,6 +34,8 @@ struct proxy {
 	struct cache_agents *agents;
 	struct outbox *outbox;	 /* offline Events, sent when the cloud is back */
 	struct cluster *cluster; /* the response filters' view; NULL: no filtering */
+	/* pool-scope lists and watches from memory (multiplexer.h); NULL: off */
+	struct multiplexer *mux;
 	bool cloud_mode;	 /* --working-mode=cloud: no cache, no offline answers */
 	struct metrics *metrics;
 	int min_request_timeout; /* seconds: --min-request-timeout */
