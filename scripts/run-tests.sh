@@ -43,6 +43,7 @@ py:tests/e2e/test_offline_api.py
 py:tests/e2e/test_memory.py
 py:tests/e2e/test_outage.py
 py:tests/e2e/test_filters.py
+py:tests/e2e/test_multiplexer.py
 py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
 py:tests/e2e/test_hostile_upstream.py

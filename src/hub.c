@@ -322,10 +322,10 @@ static void stop(struct hub *h)
 	proxy_stop(&h->proxy);
 	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
 	server_quiesce(h->server);
-	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
-	server_stop(h->server);	       /* joins every connection thread */
-	netif_keeper_stop(h->netif);   /* once nothing listens on it */
-	cluster_free(h->cluster);      /* its informers' requests ended with the server */
+	proxy_end_upgrades(&h->proxy);	/* before libmicrohttpd stops */
+	server_stop(h->server);		/* joins every connection thread */
+	netif_keeper_stop(h->netif);	/* once nothing listens on it */
+	cluster_free(h->cluster);	/* its informers' requests ended with the server */
 	multiplexer_free(h->proxy.mux); /* no reader left */
 	free(h->proxy_url);
 	free(h->hub_port);

@@ -203,7 +203,8 @@ struct multiplexer *multiplexer_new(const char *proxy_url, const char *node_name
 	for (size_t i = 0; ok && i < n; i++, m->n++) {
 		m->res[i].m = m;
 		if (parse_resource(&m->res[i], resources[i]) < 0) {
-			log_error("multiplexer: \"%s\" is not group/version/resource", resources[i]);
+			log_error("multiplexer: \"%s\" is not group/version/resource",
+				  resources[i]);
 			ok = false;
 		}
 	}
@@ -338,8 +339,7 @@ int mux_wait_ready(struct mux_cache *c, struct request *req, uint64_t rv, int *r
 {
 	enum mux_status st = mux_cache_wait_rv(c, 0, MUX_FIRST_LIST_WAIT_MS);
 	if (st == MUX_OK && rv)
-		st = mux_cache_wait_rv(c, rv, MUX_TOO_NEW_WAIT_MS) == MUX_OK ? MUX_OK
-									: MUX_TOO_NEW;
+		st = mux_cache_wait_rv(c, rv, MUX_TOO_NEW_WAIT_MS) == MUX_OK ? MUX_OK : MUX_TOO_NEW;
 	if (st == MUX_OK)
 		return 0;
 	if (st == MUX_TIMEOUT)

@@ -30,10 +30,10 @@ struct list_answer {
 	struct mux_list list;
 	size_t next; /* the next item to write */
 	enum list_part part;
-	struct buf raw;	       /* what the cache says, before the filters */
-	struct buf out;	       /* what the client gets */
-	size_t off;	       /* of out, sent */
-	struct rewrite *rw;    /* NULL: no filters for this client */
+	struct buf raw;	    /* what the cache says, before the filters */
+	struct buf out;	    /* what the client gets */
+	size_t off;	    /* of out, sent */
+	struct rewrite *rw; /* NULL: no filters for this client */
 };
 
 static int to_client(void *ctx, const char *data, size_t len)
@@ -162,7 +162,8 @@ int mux_answer_list(struct proxy *p, struct request *req, struct mux_request *r)
 	enum mux_status st = mux_cache_list(r->cache, &r->filter, &a->list);
 	if (st != MUX_OK) {
 		list_free(a);
-		return st == MUX_NOMEM ? -1 : reply_status(req, 503, NULL, "the hub is stopping", NULL);
+		return st == MUX_NOMEM ? -1
+				       : reply_status(req, 503, NULL, "the hub is stopping", NULL);
 	}
 	if (r->filters && !(a->rw = rewrite_new(REWRITE_LIST, false, r->filters, &r->target,
 						cluster_env_ref(p->cluster), to_client, a))) {

@@ -31,9 +31,9 @@
 #include "proxy/proxy.h"
 #include "util/buf.h"
 
-#define WATCH_CHUNK	    (16u << 10)
-#define BOOKMARK_MS	    30000
-#define WAIT_MS		    500 /* how often the deadline and the client are looked at */
+#define WATCH_CHUNK (16u << 10)
+#define BOOKMARK_MS 30000
+#define WAIT_MS	    500 /* how often the deadline and the client are looked at */
 
 struct watch_answer {
 	struct proxy *p;
@@ -222,8 +222,8 @@ int mux_answer_watch(struct proxy *p, struct request *req, struct mux_request *r
 	a->p = p;
 	a->req = r;
 	a->client_fd = request_client_fd(req);
-	a->deadline_ms = now_ms() + 1000 * (int64_t)local_watch_seconds(&req->ri,
-								       p->min_request_timeout);
+	a->deadline_ms =
+	    now_ms() + 1000 * (int64_t)local_watch_seconds(&req->ri, p->min_request_timeout);
 	uint64_t from;
 	int rc = 0;
 	if (start_rv(&req->ri, &from) < 0) {
@@ -242,7 +242,8 @@ int mux_answer_watch(struct proxy *p, struct request *req, struct mux_request *r
 	a->counted = !req->hub_own;
 	if (a->counted)
 		atomic_fetch_add(&p->metrics->open_watches, 1);
-	struct reply *rep = reply_stream(REPLY_SIZE_UNKNOWN, WATCH_CHUNK, watch_read, a, watch_free);
+	struct reply *rep =
+	    reply_stream(REPLY_SIZE_UNKNOWN, WATCH_CHUNK, watch_read, a, watch_free);
 	if (rep)
 		reply_header(rep, "Content-Type", "application/json");
 	return reply_send(req, 200, rep);

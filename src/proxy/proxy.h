@@ -36,7 +36,7 @@ struct proxy {
 	struct cluster *cluster; /* the response filters' view; NULL: no filtering */
 	/* pool-scope lists and watches from memory (multiplexer.h); NULL: off */
 	struct multiplexer *mux;
-	bool cloud_mode;	 /* --working-mode=cloud: no cache, no offline answers */
+	bool cloud_mode; /* --working-mode=cloud: no cache, no offline answers */
 	struct metrics *metrics;
 	int min_request_timeout; /* seconds: --min-request-timeout */
 	atomic_bool stopping;	 /* shutting down: long requests end */

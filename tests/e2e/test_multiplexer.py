@@ -1,0 +1,204 @@
+"""End to end: the multiplexer (issue 14, docs/sharing.md).  Several
+components of one node (kubelet, kube-proxy, coredns, flanneld) list and
+watch services and EndpointSlices through one hub:
+
+- the test double sees one upstream watch per resource, from
+  multiplexer-proxy-node1, however many local watchers there are;
+- each client's list has what the cloud lists, after its own filters
+  (kube-proxy's drops the discarded LoadBalancer; the others keep it);
+- a change in the double reaches every watcher;
+- a watch from a resourceVersion older than the multiplexer's history gets
+  ERROR 410; list selectors and namespaces are honoured;
+- offline, after a restart of the hub, the lists are served from what the
+  multiplexer's upstream cached on disk.
+"""
+
+import json
+import os
+import sys
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Double, Hub, Suite, get, wait_for  # noqa: E402
+from watch_stream import open_watch, read_events  # noqa: E402
+
+UAS = {
+    "kubelet": "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef",
+    "kube-proxy": "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef",
+    "coredns": "coredns/1.11.3 (linux/amd64) kubernetes/abcdef",
+    "flanneld": "flanneld/0.25.1",
+}
+SERVICES = "/api/v1/services"
+SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
+MUX_UA = "multiplexer-proxy-node1"
+
+
+def service(name, ns="default", svc_type="ClusterIP", annotations=None, labels=None):
+    m = {"name": name, "namespace": ns}
+    if annotations:
+        m["annotations"] = annotations
+    if labels:
+        m["labels"] = labels
+    ports = [{"name": "http", "port": 80, "protocol": "TCP", "targetPort": 8080}]
+    if svc_type in ("NodePort", "LoadBalancer"):
+        ports[0]["nodePort"] = 30080
+    return {"apiVersion": "v1", "kind": "Service", "metadata": m,
+            "spec": {"type": svc_type, "clusterIP": "10.96.1.1", "clusterIPs": ["10.96.1.1"],
+                     "ports": ports}}
+
+
+def slice_for(svc, ns="default", ip="10.0.0.1"):
+    return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": svc + "-abcde", "namespace": ns,
+                         "labels": {"kubernetes.io/service-name": svc}},
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [ip], "conditions": {"ready": True}, "nodeName": "node1"}],
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}
+
+
+def seed(double):
+    for o in [service("web", labels={"app": "web"}), slice_for("web"),
+              service("db", ns="data", labels={"app": "db"}), slice_for("db", ns="data"),
+              service("lb-discard", svc_type="LoadBalancer",
+                      annotations={"svc.openyurt.io/discard": "true"})]:
+        double.put_object(o)
+
+
+def hub_list(hub, path, ua):
+    status, hdrs, body = get("127.0.0.1", hub.proxy_port, path,
+                             headers={"User-Agent": ua, "Accept": "application/json"})
+    return status, hdrs, (json.loads(body) if body[:1] == b"{" else body)
+
+
+def names(lst):
+    return sorted("%s/%s" % (i["metadata"].get("namespace", ""), i["metadata"]["name"])
+                  for i in lst.get("items", []))
+
+
+def cloud_list(double, path):
+    status, _, body = get("127.0.0.1", double.port, path, headers={"Accept": "application/json"})
+    return json.loads(body)
+
+
+def upstream_watches(double, path):
+    return double.state()["requests_by_verb_path"].get("watch " + path, 0)
+
+
+def test_lists(t, double, hub):
+    for path in (SERVICES, SLICES):
+        cloud = names(cloud_list(double, path))
+        for comp, ua in UAS.items():
+            status, hdrs, lst = hub_list(hub, path, ua)
+            t.check("%s lists %s: 200 JSON" % (comp, path), status == 200 and
+                    isinstance(lst, dict), "%s %r" % (status, lst))
+            if status != 200:
+                continue
+            want = cloud
+            if comp == "kube-proxy" and path == SERVICES:  # its discard filter
+                want = [n for n in cloud if n != "default/lb-discard"]
+            t.check("%s's %s list is the cloud's after its filters" % (comp, path),
+                    names(lst) == want, "%s != %s" % (names(lst), want))
+            t.check("%s's %s list has kind %s and a resourceVersion" % (comp, path,
+                    lst.get("kind")), lst.get("kind", "").endswith("List") and
+                    int(lst.get("metadata", {}).get("resourceVersion", "0")) > 0)
+    _, _, lst = hub_list(hub, SERVICES + "?labelSelector=" + urllib.parse.quote("app=web"),
+                         UAS["flanneld"])
+    t.check("a label selector is honoured", names(lst) == ["default/web"], names(lst))
+    _, _, lst = hub_list(hub, "/api/v1/namespaces/data/services", UAS["flanneld"])
+    t.check("a namespace is honoured", names(lst) == ["data/db"], names(lst))
+    _, _, lst = hub_list(hub, SERVICES + "?fieldSelector=" +
+                         urllib.parse.quote("metadata.name=db"), UAS["flanneld"])
+    t.check("a field selector is honoured", names(lst) == ["data/db"], names(lst))
+    st, _, _ = hub_list(hub, SERVICES + "?fieldSelector=" + urllib.parse.quote("spec.bogus=x"),
+                        UAS["flanneld"])
+    t.check("an unsupported field selector is 400, as the API server", st == 400, st)
+
+
+def test_watches(t, double, hub):
+    watches = []
+    for path in (SERVICES, SLICES):
+        for comp, ua in UAS.items():
+            _, _, lst = hub_list(hub, path, ua)
+            rv = lst["metadata"]["resourceVersion"]
+            sock, head, rest = open_watch(
+                hub, path + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + rv, ua)
+            t.check("%s watches %s: 200" % (comp, path), b" 200 " in head.split(b"\r\n")[0],
+                    head[:80])
+            watches.append((comp, path, sock, rest))
+    # one from rv 0 gets the current objects as ADDED
+    sock0, head0, rest0 = open_watch(hub, SERVICES + "?watch=true", UAS["coredns"])
+    ev0, _ = read_events(sock0, rest0, lambda e: len(e) >= 3, 10)
+    t.check("a watch from rv 0 starts with the current objects as ADDED",
+            len(ev0) >= 3 and all(e["type"] == "ADDED" for e in ev0[:3]),
+            [e["type"] for e in ev0])
+    sock0.close()
+    double.put_object(service("added", labels={"app": "new"}))
+    double.put_object(slice_for("web", ip="10.0.0.99"))
+    for comp, path, sock, rest in watches:
+        want = "default/added" if path == SERVICES else "default/web-abcde"
+
+        def got(evs, want=want):
+            return any("%s/%s" % (e["object"]["metadata"].get("namespace", ""),
+                                  e["object"]["metadata"].get("name")) == want
+                       for e in evs if e.get("type") in ("ADDED", "MODIFIED"))
+        evs, closed = read_events(sock, rest, got, 15)
+        t.check("%s's watch of %s gets the change" % (comp, path), got(evs),
+                [(e.get("type"), e.get("object", {}).get("metadata", {}).get("name"))
+                 for e in evs])
+        if path == SLICES:
+            t.check("%s's watch event object carries its kind" % comp,
+                    all(e["object"].get("kind") for e in evs if e["type"] != "ERROR"))
+    n_svc, n_sl = upstream_watches(double, SERVICES), upstream_watches(double, SLICES)
+    t.check("one upstream watch of services for %d local watchers" % (len(UAS) + 2),
+            n_svc == 1, "saw %d" % n_svc)
+    t.check("one upstream watch of endpointslices for %d local watchers" % len(UAS),
+            n_sl == 1, "saw %d" % n_sl)
+    by_ua = double.state()["requests_by_user_agent"]
+    t.check("the upstream is multiplexer-proxy-node1", by_ua.get(MUX_UA, 0) >= 4, by_ua)
+    # two lists each: the multiplexer's and this test's own (cloud_list)
+    by_path = double.state()["requests_by_verb_path"]
+    t.check("no local component's list reached the cloud",
+            by_path.get("list " + SERVICES) == 2 and by_path.get("list " + SLICES) == 2, by_path)
+    for _, _, sock, _ in watches:
+        sock.close()
+    # too old: a resourceVersion before the history's start
+    sock, head, rest = open_watch(hub, SERVICES + "?watch=true&resourceVersion=1",
+                                  UAS["kubelet"])
+    evs, _ = read_events(sock, rest, lambda e: len(e) >= 1, 10)
+    t.check("a watch from a resourceVersion before the history: ERROR 410",
+            evs and evs[0]["type"] == "ERROR" and evs[0]["object"].get("code") == 410, evs[:1])
+    sock.close()
+
+
+def test_offline_restart(t, double, hub):
+    hub.stop()
+    double.cut()
+    hub.start()
+    for path in (SERVICES, SLICES):
+        for comp, ua in UAS.items():
+            status, _, lst = hub_list(hub, path, ua)
+            ok = status == 200 and isinstance(lst, dict) and "default/web" in " ".join(
+                names(lst))
+            t.check("offline after a restart, %s lists %s from the multiplexer" % (comp, path),
+                    ok, "%s %s" % (status, lst if not isinstance(lst, dict) else names(lst)))
+    _, _, lst = hub_list(hub, SERVICES, UAS["kubelet"])
+    t.check("offline, the list has the change made online",
+            "default/added" in names(lst), names(lst))
+    double.restore()
+
+
+def main():
+    t = Suite("multiplexer")
+    double = Double(t.workdir, ["--node", "node1"])
+    t.cleanups.append(double.stop)
+    seed(double)
+    hub = Hub(t.workdir, [double.url])
+    t.cleanups.append(hub.stop)
+    t.run(test_lists, double, hub)
+    t.run(test_watches, double, hub)
+    t.run(test_offline_restart, double, hub)
+    sys.exit(t.finish())
+
+
+if __name__ == "__main__":
+    main()
