@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -141,6 +142,15 @@ static const struct flag flags[] = {
      "system:nodes, comma-separated."},
     {"node-ip", F_STR, OFF(node_ip), "",
      "This node's IP address, added to the secure port's certificate."},
+    {"pool-scope-resources", F_LIST, OFF(pool_scope_resources),
+     "/v1/services,discovery.k8s.io/v1/endpointslices",
+     "Resources (group/version/resource, an empty group for core, comma-separated) whose "
+     "lists and watches the node's components share: one upstream list and watch each, "
+     "served from memory (docs/sharing.md). Replaces the default (YurtHub adds to it); "
+     "empty turns sharing off. The pool's leader-hub-<pool> configmap replaces it in turn."},
+    {"multiplexer-port", F_INT, OFF(multiplexer_port), "10269",
+     "Port on which a pool's leader hub serves the pool-scope resources to the other hubs of "
+     "its pool, over TLS, to clients with a node certificate of the cluster CA; 0: never."},
     {"heartbeat-interval-seconds", F_INT, OFF(heartbeat_interval_seconds), "10",
      "Seconds between health probes of each server."},
     {"heartbeat-timeout-seconds", F_INT, OFF(heartbeat_timeout_seconds), "2",
@@ -168,9 +178,7 @@ static const struct flag flags[] = {
     {"gc-frequency", F_IGNORED, 0, "", NULL},
     {"enable-iptables", F_IGNORED_BOOL, 0, "", NULL},
     {"profiling", F_IGNORED_BOOL, 0, "", NULL},
-    {"multiplexer-port", F_IGNORED, 0, "", NULL},
     {"host-control-plane-address", F_IGNORED, 0, "", NULL},
-    {"pool-scope-resources", F_IGNORED, 0, "", NULL},
     /* the older YurtHub's pool coordinator and its leader election */
     {"enable-coordinator", F_IGNORED_BOOL, 0, "", NULL},
     {"coordinator-server-addr", F_IGNORED, 0, "", NULL},
@@ -240,6 +248,26 @@ int strlist_split(struct strlist *l, const char *csv)
 		csv = comma ? comma + 1 : NULL;
 	}
 	return 0;
+}
+
+static bool gvr_part_ok(const char *s, size_t n, bool may_be_empty)
+{
+	if (!n)
+		return may_be_empty;
+	for (size_t i = 0; i < n; i++)
+		if (!islower((unsigned char)s[i]) && !isdigit((unsigned char)s[i]) && s[i] != '.' &&
+		    s[i] != '-')
+			return false;
+	return true;
+}
+
+bool config_gvr_ok(const char *gvr)
+{
+	const char *s1 = strchr(gvr, '/');
+	const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+	return s2 && !strchr(s2 + 1, '/') && gvr_part_ok(gvr, (size_t)(s1 - gvr), true) &&
+	       gvr_part_ok(s1 + 1, (size_t)(s2 - s1 - 1), false) &&
+	       gvr_part_ok(s2 + 1, strlen(s2 + 1), false);
 }
 
 bool strlist_has(const struct strlist *l, const char *s)
@@ -322,6 +350,10 @@ void config_init(struct config *c)
 			break;
 		case F_BOOL:
 			*(bool *)((char *)c + f->offset) = !strcmp(f->def, "true");
+			break;
+		case F_LIST:
+			if (strlist_split((struct strlist *)((char *)c + f->offset), f->def) < 0)
+				c->init_failed = true;
 			break;
 		default:
 			break;
@@ -684,6 +716,8 @@ static int validate_bootstrap(struct config *c, char **err)
 int config_validate(struct config *c, char **err)
 {
 	*err = NULL;
+	if (c->init_failed)
+		return *err = strdup("out of memory"), -1;
 	if (c->server_addr.n == 0)
 		return *err = strdup("flag --server-addr is required"), -1;
 	for (size_t i = 0; i < c->server_addr.n; i++)
@@ -734,8 +768,9 @@ int config_validate(struct config *c, char **err)
 		int v;
 	} ports[] = {{"serve-port", c->serve_port},
 		     {"proxy-port", c->proxy_port},
-		     {"proxy-secure-port", c->proxy_secure_port}};
-	for (size_t i = 0; i < 3; i++)
+		     {"proxy-secure-port", c->proxy_secure_port},
+		     {"multiplexer-port", c->multiplexer_port}};
+	for (size_t i = 0; i < sizeof ports / sizeof ports[0]; i++)
 		if (!port_ok(ports[i].v))
 			return *err = msg("invalid value for flag --%s: port out of range%s",
 					  ports[i].name, NULL),
@@ -763,6 +798,14 @@ int config_validate(struct config *c, char **err)
 		return *err = strdup("invalid value for flag --min-request-timeout: must be at "
 				     "least 1s (0 would end every offline watch at once)"),
 		       -1;
+	for (size_t i = 0; i < c->pool_scope_resources.n; i++)
+		if (!config_gvr_ok(c->pool_scope_resources.v[i]))
+			return *err =
+				   msg("invalid value \"%s\" for flag --pool-scope-resources: want "
+				       "group/version/resource (an empty group for core: "
+				       "/v1/services)",
+				       c->pool_scope_resources.v[i], NULL),
+			       -1;
 	if (validate_modes(c, err) < 0 || validate_bootstrap(c, err) < 0)
 		return -1;
 	if (strcmp(c->log_format, "text") && strcmp(c->log_format, "json"))

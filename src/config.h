@@ -29,6 +29,7 @@ enum bootstrap_mode {
 #define KUBELET_CA_FILE	   "/etc/kubernetes/pki/ca.crt"
 
 struct config {
+	bool init_failed; /* config_init ran out of memory: validation says so */
 	struct strlist server_addr;
 	char *node_name;
 	char *lb_mode_name;
@@ -62,6 +63,8 @@ struct config {
 	char *root_dir;
 	struct strlist hub_cert_organizations;
 	char *node_ip;
+	struct strlist pool_scope_resources; /* "group/version/resource" */
+	int multiplexer_port;
 	bool client_cert_may_wait; /* kubelet's files may appear after the start */
 
 	char *working_mode_name;
@@ -111,6 +114,9 @@ void strlist_free(struct strlist *l);
 /* Split a comma-separated value, dropping empty elements; 0 or -1 (ENOMEM). */
 int strlist_split(struct strlist *l, const char *csv);
 bool strlist_has(const struct strlist *l, const char *s);
+/* "group/version/resource" as --pool-scope-resources and the leader-hub
+ * configmap spell a resource (lower case, an empty group for core). */
+bool config_gvr_ok(const char *gvr);
 
 /* "1800", "1800s", "30m", "1h30m", "30m0s" -> seconds; -1 if malformed. */
 long config_parse_duration(const char *s);

@@ -569,6 +569,44 @@ static void test_bootstrap_flags(void **state)
 	config_free(&c);
 }
 
+/* --pool-scope-resources replaces its default (YurtHub appends to it);
+ * empty turns sharing off; --multiplexer-port is a port. */
+static void test_sharing_flags(void **state)
+{
+	(void)state;
+	struct config c;
+	const char *const def[] = {REQ};
+	validate_ok(ARGC(def), def, &c);
+	assert_int_equal(c.pool_scope_resources.n, 2);
+	assert_string_equal(c.pool_scope_resources.v[0], "/v1/services");
+	assert_string_equal(c.pool_scope_resources.v[1], "discovery.k8s.io/v1/endpointslices");
+	assert_int_equal(c.multiplexer_port, 10269);
+	config_free(&c);
+
+	const char *const crd[] = {REQ,
+				   "--pool-scope-resources=/v1/services, "
+				   "apps.openyurt.io/v1beta2/nodepools",
+				   "--multiplexer-port=0"};
+	validate_ok(ARGC(crd), crd, &c);
+	assert_int_equal(c.pool_scope_resources.n, 2);
+	assert_string_equal(c.pool_scope_resources.v[1], "apps.openyurt.io/v1beta2/nodepools");
+	assert_int_equal(c.multiplexer_port, 0);
+	config_free(&c);
+
+	const char *const off[] = {REQ, "--pool-scope-resources="};
+	validate_ok(ARGC(off), off, &c);
+	assert_int_equal(c.pool_scope_resources.n, 0);
+	config_free(&c);
+
+	refused("--pool-scope-resources=services", "group/version/resource");
+	refused("--pool-scope-resources=/v1/services/extra", "group/version/resource");
+	refused("--pool-scope-resources=//services", "group/version/resource");
+	refused("--pool-scope-resources=/v1/Services", "group/version/resource");
+	refused("--multiplexer-port=70000", "--multiplexer-port");
+	assert_true(config_gvr_ok("/v1/services"));
+	assert_false(config_gvr_ok("/v1/"));
+}
+
 static void test_bootstrap_flags_refused(void **state)
 {
 	(void)state;
@@ -1075,6 +1113,7 @@ int main(void)
 	    cmocka_unit_test(test_validate_ranges),
 	    cmocka_unit_test(test_validate_min_request_timeout),
 	    cmocka_unit_test(test_validate_files),
+	    cmocka_unit_test(test_sharing_flags),
 	    cmocka_unit_test(test_help_documents_flags),
 	    cmocka_unit_test(test_help_does_not_document_ignored_flags),
 	    cmocka_unit_test(test_help_flags_all_parse),
