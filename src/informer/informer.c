@@ -55,6 +55,7 @@
 #define PAUSE_FIRST_MS	   1000u
 #define PAUSE_MAX_MS	   30000u
 #define NOT_SERVED_MS	   60000u /* a resource the cloud does not serve: list again */
+#define EPOCH_POLL_MS	   250u	  /* how often a pause looks at spec.epoch */
 #define WATCH_MIN_S	   300	  /* timeoutSeconds in [300, 600), as client-go */
 #define WATCH_SPAN_S	   300
 #define WATCH_GRACE_S	   60	 /* the server ends the watch; this is past it */
@@ -77,10 +78,11 @@ struct informer {
 
 	/* the informer's thread only */
 	unsigned int seed;
-	struct buf rv;	   /* the last resourceVersion seen; "" before a list */
-	unsigned failures; /* consecutive; sets the pause */
-	bool last_expired; /* the previous watch ended with 410 */
-	char *what;	   /* path?query, for the log */
+	struct buf rv;		  /* the last resourceVersion seen; "" before a list */
+	unsigned failures;	  /* consecutive; sets the pause */
+	bool last_expired;	  /* the previous watch ended with 410 */
+	char *what;		  /* path?query, for the log */
+	unsigned long epoch_seen; /* spec.epoch when the last request went out */
 };
 
 /* ---- small helpers ---- */
@@ -116,8 +118,36 @@ static unsigned pause_ms(struct informer *inf, unsigned n)
 	return ms + (unsigned)rand_r(&inf->seed) % (ms / 4 + 1);
 }
 
-/* Wait ms or until stopped; false when stopped. */
+static bool pause_plain(struct informer *inf, unsigned ms);
+
+static void note_epoch(struct informer *inf)
+{
+	if (inf->spec.epoch)
+		inf->epoch_seen = inf->spec.epoch(inf->spec.epoch_ctx);
+}
+
+static bool epoch_moved(struct informer *inf)
+{
+	return inf->spec.epoch && inf->spec.epoch(inf->spec.epoch_ctx) != inf->epoch_seen;
+}
+
+/* Wait ms, or until stopped, or until spec.epoch moves on from what it was
+ * when the last request went out; false when stopped. */
 static bool pause_for(struct informer *inf, unsigned ms)
+{
+	/* the epoch is looked at every EPOCH_POLL_MS */
+	while (inf->spec.epoch && ms > EPOCH_POLL_MS) {
+		if (epoch_moved(inf))
+			return !atomic_load(&inf->stop);
+		if (!pause_plain(inf, EPOCH_POLL_MS))
+			return false;
+		ms -= EPOCH_POLL_MS;
+	}
+	return pause_plain(inf, ms);
+}
+
+/* Wait ms or until stopped; false when stopped. */
+static bool pause_plain(struct informer *inf, unsigned ms)
 {
 	struct timespec until;
 	if (clock_gettime(CLOCK_MONOTONIC, &until) < 0)
@@ -319,6 +349,7 @@ static enum outcome list_end(struct informer *inf, struct list_req *r, enum outc
 
 static enum outcome do_list(struct informer *inf)
 {
+	note_epoch(inf);
 	struct list_req r = {.inf = inf, .err = BUF_INIT};
 	struct buf url = BUF_INIT;
 	enum outcome o = LIST_FAILED;
@@ -490,6 +521,7 @@ static int watch_url(struct informer *inf, struct buf *url)
 
 static enum outcome do_watch(struct informer *inf, long *open_ms, size_t *events)
 {
+	note_epoch(inf);
 	struct watch_req r = {.inf = inf, .err = BUF_INIT};
 	struct buf url = BUF_INIT;
 	enum outcome o;

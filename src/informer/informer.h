@@ -69,6 +69,14 @@ struct informer_spec {
 	 * resource is current at o->resource_version). */
 	void (*on_list_rv)(void *ctx, const char *resource_version);
 	void (*on_bookmark)(void *ctx, const struct stream_object *o);
+	/* Optional: a counter that moves when the hub's view of the cloud
+	 * changes (health_generation).  A pause before asking again ends when
+	 * it has moved since the last request went out: a list answered "not
+	 * served" while the cloud was out of reach (on a first boot, before
+	 * the hub has its certificate) is asked again as soon as it is back,
+	 * not a minute later. */
+	unsigned long (*epoch)(void *epoch_ctx);
+	void *epoch_ctx;
 };
 
 struct informer;
