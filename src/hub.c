@@ -27,6 +27,7 @@
 #include "cloud/upstream.h"
 #include "housekeeping.h"
 #include "hub_identity.h"
+#include "hub_pool.h"
 #include "http/limits.h"
 #include "http/response.h"
 #include "metrics/metrics.h"
@@ -40,6 +41,10 @@
 #include "version.h"
 
 #define CACHE_WORKERS 2
+/* At most this long after the start, the multiplexer waits for the pool's
+ * configmap before it starts an upstream (it is read within a round trip
+ * online, and answered at once offline). */
+#define MUX_HOLD_FOR_POOL_MS 5000
 
 struct hub {
 	const struct config *cfg;
@@ -57,6 +62,7 @@ struct hub {
 	struct cluster *cluster;	   /* what the response filters know */
 	struct netif_keeper *netif;	   /* the dummy interface; NULL without it */
 	struct hub_identity identity;	   /* certificates: bootstrap, rotation */
+	struct hub_pool pool;		   /* the pool's leader hub */
 	char *proxy_url, *hub_port;	   /* the cluster's settings */
 	atomic_bool ready;		   /* the store has recovered */
 };
@@ -196,6 +202,18 @@ static char *own_proxy_url(const struct config *cfg)
 	return str_printf("http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", cfg->proxy_port);
 }
 
+/* The informers' epoch: the cloud's health changed (informer.h). */
+static unsigned long cloud_epoch(void *ctx)
+{
+	return health_generation(ctx);
+}
+
+static void leader_hub_changed(void *ctx, const struct leader_hub *lh, bool known)
+{
+	struct hub *h = ctx;
+	hub_pool_apply(&h->pool, lh, known);
+}
+
 static int start_cluster(struct hub *h)
 {
 	const struct config *cfg = h->cfg;
@@ -217,21 +235,30 @@ static int start_cluster(struct hub *h)
 	    .ndisabled = cfg->disabled_resource_filters.n,
 	    .cloud_mode = cfg->working_mode == MODE_CLOUD,
 	    .on_cache_agents = set_cache_agents,
+	    .on_leader_hub = h->proxy.mux ? leader_hub_changed : NULL,
 	    .ctx = h,
+	    .epoch = cloud_epoch,
+	    .epoch_ctx = h->health,
 	};
 	return (h->cluster = cluster_new(&s)) ? 0 : -1;
 }
 
-/* The multiplexer (proxy/multiplexer.h) for the default pool-scope
- * resources; edge mode only: in cloud mode there is no cache to serve its
- * upstream from offline, and clients go to the cloud as before. */
+/* The multiplexer (proxy/multiplexer.h) for --pool-scope-resources (none
+ * is fine: the pool's configmap may name some); edge mode only: in cloud mode there is no cache to
+ * serve its upstream from offline, and clients go to the cloud as before. */
 static int start_multiplexer(struct hub *h)
 {
 	if (h->cfg->working_mode == MODE_CLOUD || !h->proxy_url)
 		return 0;
-	h->proxy.mux = multiplexer_new(h->proxy_url, h->cfg->node_name,
-				       multiplexer_default_resources, multiplexer_default_count);
-	return h->proxy.mux ? 0 : -1;
+	const struct strlist *set = &h->cfg->pool_scope_resources;
+	h->proxy.mux =
+	    multiplexer_new(h->proxy_url, h->cfg->node_name, (const char *const *)set->v, set->n);
+	if (!h->proxy.mux)
+		return -1;
+	multiplexer_set_cloud(h->proxy.mux, &h->upstream, cloud_epoch, h->health);
+	/* the pool's leader-hub configmap is read first (hub_pool_apply) */
+	multiplexer_hold(h->proxy.mux, MUX_HOLD_FOR_POOL_MS);
+	return 0;
 }
 
 /* ---- the dummy interface (docs/install.md) ---- */
@@ -296,11 +323,12 @@ static int start(struct hub *h)
 	p->store = h->store;
 	p->agents = &h->agents;
 	p->outbox = h->outbox;
+	if (start_multiplexer(h) < 0 || hub_pool_start(&h->pool, h->cfg, p->mux) < 0)
+		return -1;
+	p->leaders = h->pool.leaders;
 	if (start_cluster(h) < 0)
 		return -1;
 	p->cluster = h->cluster;
-	if (start_multiplexer(h) < 0)
-		return -1;
 	p->cloud_mode = h->cfg->working_mode == MODE_CLOUD;
 	p->metrics = &h->metrics;
 	p->min_request_timeout = h->cfg->min_request_timeout;
@@ -308,10 +336,16 @@ static int start(struct hub *h)
 		return -1;
 	h->metrics.max_in_flight = h->cfg->max_requests_in_flight;
 	h->gate.m = &h->metrics;
-	struct server_routes routes = {proxy_handle, &h->proxy, hub_endpoint, h,
-				       &h->metrics,  &h->gate};
+	struct server_routes routes = {.proxy = proxy_handle,
+				       .proxy_ctx = &h->proxy,
+				       .peer = proxy_handle_peer,
+				       .hub = hub_endpoint,
+				       .hub_ctx = h,
+				       .metrics = &h->metrics,
+				       .gate = &h->gate};
 	if (server_start(h->cfg, &routes, start_dummy_if(h), h->identity.client_ca, &h->server) < 0)
 		return -1;
+	h->pool.server = h->server; /* before the informers: it may lead */
 	hub_identity_listening(&h->identity, h->server);
 	/* the informers read through the proxy port, open from here on */
 	return cluster_run(h->cluster);
@@ -327,6 +361,7 @@ static void stop(struct hub *h)
 	netif_keeper_stop(h->netif);	/* once nothing listens on it */
 	cluster_free(h->cluster);	/* its informers' requests ended with the server */
 	multiplexer_free(h->proxy.mux); /* no reader left */
+	hub_pool_stop(&h->pool);
 	free(h->proxy_url);
 	free(h->hub_port);
 	proxy_free(&h->proxy);

@@ -228,7 +228,10 @@ int hub_identity_start(struct hub_identity *hi, const struct config *cfg, struct
 		}
 		jws_token_wipe(&t);
 	}
-	bool with_serving = managed && !tls_files && cfg->proxy_secure_port;
+	/* a serving certificate for the secure port, and for the multiplexer
+	 * port should this hub become its pool's leader */
+	bool with_serving =
+	    managed && !tls_files && (cfg->proxy_secure_port || cfg->multiplexer_port);
 	if (managed) {
 		struct identity_hooks hooks = {prepare,	     ca_found,	 client_pair,
 					       serving_pair, cluster_ip, hi};

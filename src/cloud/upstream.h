@@ -29,8 +29,9 @@
 #include "util/buf.h"
 
 struct backend {
-	char *url; /* "https://host:port", no trailing slash */
-	int index;
+	char *url;   /* "https://host:port", no trailing slash */
+	int index;   /* in upstream's backends; -1 for a leader hub */
+	bool leader; /* a pool's leader hub (leaders.h), not the cloud */
 	atomic_int healthy;
 	/* health state, owned by the health checker */
 	int successes, failures;

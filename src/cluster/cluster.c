@@ -18,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster/leaderhub.h"
 #include "informer/informer.h"
 #include "util/buf.h"
 #include "util/log.h"
 #include "util/strmap.h"
 
 #define CONFIGMAP_NAME	    "yurt-hub-cfg"
+#define LEADER_HUB_PREFIX   "leader-hub-"
 #define NODEPOOL_LABEL	    "apps.openyurt.io/nodepool"
 #define BUCKET_POOL_LABEL   "openyurt.io/pool-name"
 #define TOPOLOGY_ANNOTATION "openyurt.io/topologyKeys"
@@ -49,7 +51,19 @@ struct cluster {
 	char **disabled;
 	size_t ndisabled;
 	void (*on_cache_agents)(void *ctx, const char *const *names, size_t n);
+	void (*on_leader_hub)(void *ctx, const struct leader_hub *lh, bool known);
 	void *ctx;
+	unsigned long (*epoch)(void *epoch_ctx);
+	void *epoch_ctx;
+
+	/* the leader-hub-<pool> configmaps seen (name -> json_t * of data),
+	 * and the data last reported for this node's pool; reported under
+	 * leader_lock, which the configmap's and the node's threads share */
+	pthread_mutex_t leader_lock;
+	struct strmap leader_maps;
+	json_t *leader_reported;
+	bool leader_reported_once;
+	bool leader_known, leader_known_reported; /* a configmaps list was served */
 
 	pthread_rwlock_t lock; /* everything below */
 	struct filter_config cfg;
@@ -67,6 +81,8 @@ struct cluster {
 
 	struct informer *inf[SRC_COUNT];
 };
+
+static void recompute_leader(struct cluster *c);
 
 /* ---- small helpers ---- */
 
@@ -348,6 +364,7 @@ static void node_object(void *ctx, enum informer_event ev, const struct stream_o
 	}
 	pthread_rwlock_unlock(&c->lock);
 	json_decref(obj);
+	recompute_leader(c); /* the pool may have changed */
 }
 
 static void node_end(void *ctx)
@@ -357,6 +374,7 @@ static void node_end(void *ctx)
 	if (c->node_gen < c->gen[SRC_NODE])
 		set_pool_label(c, NULL);
 	pthread_rwlock_unlock(&c->lock);
+	recompute_leader(c);
 }
 
 /* ---- NodePools: status.nodes ---- */
@@ -530,10 +548,78 @@ static void configmap_apply(struct cluster *c, json_t *obj)
 		log_v(1, "cluster: %s %s", CONFIGMAP_NAME, obj ? "applied" : "gone: defaults");
 }
 
+/* ---- the pool's leader-hub configmap ---- */
+
+static void free_json_value(void *v)
+{
+	json_decref(v);
+}
+
+/* Report the leader-hub configmap of this node's pool when its data
+ * changed (appeared, changed, or went away).  Any informer thread. */
+static void recompute_leader(struct cluster *c)
+{
+	if (!c->on_leader_hub)
+		return;
+	pthread_rwlock_rdlock(&c->lock);
+	char *name = str_printf(LEADER_HUB_PREFIX "%s", current_pool(c));
+	pthread_rwlock_unlock(&c->lock);
+	if (!name)
+		return;
+	pthread_mutex_lock(&c->leader_lock);
+	struct strmap_entry *e = strmap_get(&c->leader_maps, name);
+	json_t *data = e ? e->value : NULL;
+	bool same = c->leader_reported_once && c->leader_known == c->leader_known_reported &&
+		    (data ? c->leader_reported && json_equal(data, c->leader_reported)
+			  : !c->leader_reported);
+	if (!same) {
+		struct leader_hub lh;
+		const char *get[3] = {NULL, NULL, NULL};
+		if (data) {
+			get[0] = json_string_value(json_object_get(data, "leaders"));
+			get[1] = json_string_value(json_object_get(data, "enable-leader-election"));
+			get[2] = json_string_value(json_object_get(data, "pool-scoped-metadata"));
+		}
+		if (leader_hub_parse(&lh, get[0], get[1], get[2]) == 0) {
+			log_info("cluster: %s %s", name, data ? "applied" : "absent");
+			c->on_leader_hub(c->ctx, data ? &lh : NULL, c->leader_known);
+			leader_hub_free(&lh);
+			json_decref(c->leader_reported);
+			c->leader_reported = json_incref(data);
+			c->leader_reported_once = true;
+			c->leader_known_reported = c->leader_known;
+		}
+	}
+	pthread_mutex_unlock(&c->leader_lock);
+	free(name);
+}
+
+static void leader_map_seen(struct cluster *c, enum informer_event ev,
+			    const struct stream_object *o)
+{
+	json_t *obj = ev == INFORMER_UPSERT ? parse(o) : NULL;
+	json_t *data = json_object_get(obj, "data");
+	pthread_mutex_lock(&c->leader_lock);
+	if (ev == INFORMER_UPSERT)
+		put_stamped(&c->leader_maps, o->name, json_incref(data ? data : json_object()),
+			    c->gen[SRC_CONFIGMAP], free_json_value);
+	else
+		free_json_value(strmap_del(&c->leader_maps, o->name));
+	pthread_mutex_unlock(&c->leader_lock);
+	json_decref(obj);
+	recompute_leader(c);
+}
+
 static void configmap_object(void *ctx, enum informer_event ev, const struct stream_object *o)
 {
 	struct cluster *c = ctx;
-	if (strcmp(o->name, CONFIGMAP_NAME) || strcmp(o->namespace, c->namespace))
+	if (strcmp(o->namespace, c->namespace))
+		return;
+	if (c->on_leader_hub && !strncmp(o->name, LEADER_HUB_PREFIX, strlen(LEADER_HUB_PREFIX))) {
+		leader_map_seen(c, ev, o);
+		return;
+	}
+	if (strcmp(o->name, CONFIGMAP_NAME))
 		return;
 	json_t *obj = ev == INFORMER_UPSERT ? parse(o) : NULL;
 	if (obj)
@@ -547,6 +633,26 @@ static void configmap_end(void *ctx)
 	struct cluster *c = ctx;
 	if (c->configmap_gen < c->gen[SRC_CONFIGMAP])
 		configmap_apply(c, NULL); /* deleted while the hub did not watch */
+	if (!c->on_leader_hub)
+		return;
+	pthread_mutex_lock(&c->leader_lock);
+	sweep(&c->leader_maps, c->gen[SRC_CONFIGMAP], free_json_value);
+	pthread_mutex_unlock(&c->leader_lock);
+}
+
+/* Right after configmap_end: rv "" when the list was not served (never
+ * cached, and the cloud out of reach): the leader-hub configmap is then
+ * unknown, not absent. */
+static void configmap_list_rv(void *ctx, const char *rv)
+{
+	struct cluster *c = ctx;
+	if (!c->on_leader_hub)
+		return;
+	pthread_mutex_lock(&c->leader_lock);
+	if (*rv)
+		c->leader_known = true;
+	pthread_mutex_unlock(&c->leader_lock);
+	recompute_leader(c);
 }
 
 /* ---- starting and stopping ---- */
@@ -583,8 +689,8 @@ static bool needs(const struct cluster *c, enum source s)
 		return true;
 	case SRC_SERVICES:
 		return topology;
-	case SRC_NODE:
-		return !*c->pool_flag && (topology || isolation);
+	case SRC_NODE: /* for the pool's name */
+		return !*c->pool_flag && (topology || isolation || c->on_leader_hub);
 	case SRC_NODEPOOLS:
 		return topology && c->enable_node_pool && !c->pool_service_topology;
 	case SRC_NODEBUCKETS:
@@ -601,10 +707,14 @@ static int start_source(struct cluster *c, enum source s)
 	int rc = 0;
 	if (s == SRC_CONFIGMAP) {
 		rc = buf_printf(&path, "/api/v1/namespaces/%s/configmaps", c->namespace);
+		/* yurt-hub-cfg, and the pools' leader-hub-<pool> (all of them:
+		 * the node's pool may change) */
 		rc = rc ? rc
 			: buf_append_str(
 			      &query,
-			      "labelSelector=openyurt.io%2Fconfigmap-name%3D" CONFIGMAP_NAME);
+			      c->on_leader_hub
+				  ? "labelSelector=openyurt.io%2Fconfigmap-name"
+				  : "labelSelector=openyurt.io%2Fconfigmap-name%3D" CONFIGMAP_NAME);
 	} else {
 		rc = buf_append_str(&path, d->path);
 		if (!rc && s == SRC_NODE)
@@ -616,7 +726,10 @@ static int start_source(struct cluster *c, enum source s)
 				     .on_object = d->object,
 				     .on_list_end = d->end,
 				     .on_list_abort = nothing,
-				     .ctx = c};
+				     .ctx = c,
+				     .on_list_rv = s == SRC_CONFIGMAP ? configmap_list_rv : NULL,
+				     .epoch = c->epoch,
+				     .epoch_ctx = c->epoch_ctx};
 	if (!rc && !(c->inf[s] = informer_start(c->proxy_url, c->user_agent, &spec)))
 		rc = -1;
 	buf_free(&path);
@@ -643,6 +756,9 @@ static int copy_settings(struct cluster *c, const struct cluster_settings *s)
 	c->filters_on = s->filters_on;
 	c->cloud_mode = s->cloud_mode;
 	c->on_cache_agents = s->on_cache_agents;
+	c->on_leader_hub = s->on_leader_hub;
+	c->epoch = s->epoch;
+	c->epoch_ctx = s->epoch_ctx;
 	c->ctx = s->ctx;
 	if ((s->proxy_url && !c->proxy_url) || !c->user_agent || !c->node_name || !c->pool_flag ||
 	    !c->namespace || !c->hub_host || !c->hub_port)
@@ -679,6 +795,11 @@ struct cluster *cluster_new(const struct cluster_settings *s)
 		free(c);
 		return NULL;
 	}
+	if (pthread_mutex_init(&c->leader_lock, NULL) != 0) {
+		pthread_rwlock_destroy(&c->lock);
+		free(c);
+		return NULL;
+	}
 	if (copy_settings(c, s) < 0 ||
 	    filter_config_init(&c->cfg, c->filters_on, (const char *const *)c->disabled,
 			       c->ndisabled, c->cloud_mode) < 0) {
@@ -708,8 +829,13 @@ void cluster_free(struct cluster *c)
 	for (enum source s = 0; s < SRC_COUNT; s++)
 		informer_stop(c->inf[s]);
 	pthread_rwlock_destroy(&c->lock);
+	pthread_mutex_destroy(&c->leader_lock);
 	filter_config_free(&c->cfg);
 	struct strmap_entry *e;
+	for (size_t it = 0; (e = strmap_next(&c->leader_maps, &it));)
+		json_decref(e->value);
+	strmap_free(&c->leader_maps);
+	json_decref(c->leader_reported);
 	for (size_t it = 0; (e = strmap_next(&c->topology, &it));)
 		free(e->value);
 	for (size_t it = 0; (e = strmap_next(&c->pools, &it));)

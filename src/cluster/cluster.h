@@ -23,6 +23,8 @@
 #include "filter/filter.h"
 #include "filter/rewrite.h"
 
+struct leader_hub;
+
 struct cluster_settings {
 	const char *proxy_url;	/* the hub's own proxy port: "http://127.0.0.1:10261"; NULL: none */
 	const char *user_agent; /* "yurthub/<version>" */
@@ -42,7 +44,16 @@ struct cluster_settings {
 	/* yurt-hub-cfg's cache_agents changed (n 0: none, or the configmap is
 	 * gone); called from an informer's thread, without locks held */
 	void (*on_cache_agents)(void *ctx, const char *const *names, size_t n);
+	/* non-NULL: watch the pool's leader-hub-<pool> configmap in
+	 * --namespace (cluster/leaderhub.h), and call this with it when it
+	 * changes, NULL when it is absent - or unknown (known false: no list
+	 * of configmaps has been served yet, online or from the cache); from
+	 * an informer's thread, calls serialised */
+	void (*on_leader_hub)(void *ctx, const struct leader_hub *lh, bool known);
 	void *ctx;
+	/* the informers' epoch (informer.h): the cloud's health changed */
+	unsigned long (*epoch)(void *epoch_ctx);
+	void *epoch_ctx;
 };
 
 struct cluster;

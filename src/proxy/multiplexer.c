@@ -6,11 +6,15 @@
 #include "proxy/multiplexer.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
+#include "cloud/upstream.h"
 #include "cluster/cluster.h"
+#include "config.h"
 #include "http/response.h"
 #include "informer/informer.h"
 #include "kube/fieldlabels.h"
@@ -20,21 +24,30 @@
 #include "util/buf.h"
 #include "util/log.h"
 
-const char *const multiplexer_default_resources[] = {
-    "/v1/services",
-    "discovery.k8s.io/v1/endpointslices",
-};
-const size_t multiplexer_default_count =
-    sizeof multiplexer_default_resources / sizeof multiplexer_default_resources[0];
-
 /* One pool-scope resource: its cache and its upstream, made by the first
- * request; the list being received belongs to the informer's thread. */
+ * request; the list being received belongs to the informer's thread.  A
+ * resource is never freed before the multiplexer: a connection thread may
+ * hold it.  One taken out of the set (multiplexer_set_resources) stops its
+ * upstream and closes its cache, whose watchers end; taken back, it gets a
+ * new cache, and the closed one waits in `retired` for multiplexer_free. */
 struct mux_resource {
 	struct multiplexer *m;
+	char *gvr; /* as configured: "discovery.k8s.io/v1/endpointslices" */
 	char *group, *version, *resource;
-	char *path; /* "/api/v1/services" */
+	char *path;  /* "/api/v1/services" */
+	bool active; /* in the set; under m->lock */
+	/* under m->lock; the informer's thread reads it without: it is set
+	 * before the informer starts and changed after it is joined */
 	struct mux_cache *cache;
-	struct informer *inf;
+	struct mux_cache **retired; /* closed caches, under m->lock */
+	size_t nretired;
+	struct informer *inf; /* under m->lock */
+	/* the upstream does not serve the resource (404: a CRD not installed):
+	 * requests take the ordinary path until a list succeeds */
+	atomic_bool absent;
+	/* a kind learned from the upstream's objects, for resources the hub
+	 * has no kind for (CRDs): set once by the informer's thread */
+	_Atomic(char *) kind;
 	/* the informer's thread only: the upstream list so far */
 	struct mux_obj **listed;
 	size_t nlisted, cap;
@@ -43,12 +56,23 @@ struct mux_resource {
 };
 
 struct multiplexer {
-	pthread_mutex_t lock; /* making a resource's cache and informer */
+	pthread_mutex_t lock; /* the table, and making a resource's cache and informer */
 	char *proxy_url, *user_agent, *component;
-	struct mux_resource *res;
-	size_t n;
+	struct mux_resource **res;
+	size_t n, cap;
 	bool closed;
+	unsigned long (*epoch)(void *);
+	void *epoch_ctx;
+	struct upstream *up;	 /* whether the cloud is reachable; NULL: assume so */
+	long long hold_until_ms; /* no upstream starts before (0: none) */
 };
+
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
 
 /* ---- the upstream: an informer feeding a shared cache ---- */
 
@@ -65,6 +89,18 @@ static void on_list_begin(void *ctx)
 	struct mux_resource *r = ctx;
 	drop_listed(r);
 	r->listing = true;
+}
+
+/* The first kind the upstream names, for the answers' "<kind>List" when
+ * the hub knows no kind for the resource (a CRD's objects carry theirs). */
+static void learn_kind(struct mux_resource *r, const struct stream_object *o)
+{
+	if (atomic_load(&r->kind) || !o->kind || !*o->kind)
+		return;
+	char *k = strdup(o->kind);
+	char *expected = NULL;
+	if (k && !atomic_compare_exchange_strong(&r->kind, &expected, k))
+		free(k);
 }
 
 static void keep_listed(struct mux_resource *r, const struct stream_object *o)
@@ -94,6 +130,7 @@ static void keep_listed(struct mux_resource *r, const struct stream_object *o)
 static void on_object(void *ctx, enum informer_event ev, const struct stream_object *o)
 {
 	struct mux_resource *r = ctx;
+	learn_kind(r, o);
 	if (r->listing) {
 		keep_listed(r, o);
 		return;
@@ -114,6 +151,19 @@ static void on_list_rv(void *ctx, const char *rv_text)
 	struct mux_resource *r = ctx;
 	uint64_t rv = 0;
 	r->listing = false;
+	if (!*rv_text) { /* 404: the upstream does not serve it (yet) */
+		drop_listed(r);
+		/* offline, a 404 only says it was never cached: its clients
+		 * would get the same 404 by the ordinary path, so they wait
+		 * for the cloud here instead */
+		if (r->m->up && !upstream_any_healthy(r->m->up))
+			return;
+		if (!atomic_exchange(&r->absent, true))
+			log_info("multiplexer %s: the upstream does not serve it; its clients take "
+				 "the ordinary path until it does",
+				 r->path);
+		return;
+	}
 	if (r->list_broken || kube_rv_parse(rv_text, strlen(rv_text), &rv) < 0 || !rv) {
 		log_warn("multiplexer %s: a list without a usable resourceVersion (\"%s\") is "
 			 "not used",
@@ -124,6 +174,7 @@ static void on_list_rv(void *ctx, const char *rv_text)
 	size_t n = r->nlisted;
 	r->nlisted = 0; /* the cache takes every reference, also on failure */
 	enum mux_status st = mux_cache_replace(r->cache, r->listed, n, rv);
+	atomic_store(&r->absent, false);
 	log_v(1, "multiplexer %s: listed %zu objects at %llu: %s", r->path, n,
 	      (unsigned long long)rv, mux_status_name(st));
 }
@@ -147,17 +198,22 @@ static int start_resource(struct multiplexer *m, struct mux_resource *r)
 {
 	if (r->inf)
 		return 0;
-	if (m->closed || !m->proxy_url)
+	if (m->closed || !m->proxy_url || !r->active)
 		return -1;
 	if (!r->cache && !(r->cache = mux_cache_new(NULL)))
 		return -1;
+	if (m->hold_until_ms && now_ms() < m->hold_until_ms)
+		return 0; /* its clients wait (wait_first_list starts it) */
+	m->hold_until_ms = 0;
 	struct informer_spec spec = {.path = r->path,
 				     .on_list_begin = on_list_begin,
 				     .on_object = on_object,
 				     .on_list_abort = on_list_abort,
 				     .ctx = r,
 				     .on_list_rv = on_list_rv,
-				     .on_bookmark = on_bookmark};
+				     .on_bookmark = on_bookmark,
+				     .epoch = m->epoch,
+				     .epoch_ctx = m->epoch_ctx};
 	if (!(r->inf = informer_start(m->proxy_url, m->user_agent, &spec)))
 		return -1;
 	log_info("multiplexer: started the upstream list+watch of %s as %s", r->path,
@@ -165,22 +221,133 @@ static int start_resource(struct multiplexer *m, struct mux_resource *r)
 	return 0;
 }
 
+/* Stop r's upstream and close its cache (its watchers end: their clients
+ * list again, by the ordinary path); under m->lock. */
+static void stop_resource(struct mux_resource *r)
+{
+	informer_stop(r->inf); /* joins: no writer from here on */
+	r->inf = NULL;
+	drop_listed(r);
+	r->listing = false;
+	if (!r->cache)
+		return;
+	mux_cache_close(r->cache);
+	struct mux_cache **v = realloc(r->retired, (r->nretired + 1) * sizeof *v);
+	if (v) {
+		r->retired = v;
+		r->retired[r->nretired++] = r->cache;
+		r->cache = NULL;
+	} /* else it stays, closed, as r's cache: requests take the ordinary path */
+}
+
 /* ---- the table ---- */
 
-static int parse_resource(struct mux_resource *r, const char *gvr)
+static void resource_free(struct mux_resource *r)
+{
+	if (!r)
+		return;
+	drop_listed(r);
+	free(r->listed);
+	mux_cache_free(r->cache);
+	for (size_t i = 0; i < r->nretired; i++)
+		mux_cache_free(r->retired[i]);
+	free(r->retired);
+	free(atomic_load(&r->kind));
+	free(r->gvr);
+	free(r->group);
+	free(r->version);
+	free(r->resource);
+	free(r->path);
+	free(r);
+}
+
+static struct mux_resource *resource_new(struct multiplexer *m, const char *gvr)
 {
 	const char *s1 = strchr(gvr, '/');
 	const char *s2 = s1 ? strchr(s1 + 1, '/') : NULL;
-	if (!s1 || !s2 || s2 == s1 + 1 || !s2[1] || strchr(s2 + 1, '/'))
-		return -1;
+	if (!config_gvr_ok(gvr) || !s2) {
+		log_error("multiplexer: \"%s\" is not group/version/resource", gvr);
+		return NULL;
+	}
+	struct mux_resource *r = calloc(1, sizeof *r);
+	if (!r)
+		return NULL;
+	r->m = m;
+	r->gvr = strdup(gvr);
 	r->group = strndup(gvr, (size_t)(s1 - gvr));
 	r->version = strndup(s1 + 1, (size_t)(s2 - s1 - 1));
 	r->resource = strdup(s2 + 1);
-	if (!r->group || !r->version || !r->resource)
-		return -1;
-	r->path = *r->group ? str_printf("/apis/%s/%s/%s", r->group, r->version, r->resource)
-			    : str_printf("/api/%s/%s", r->version, r->resource);
-	return r->path ? 0 : -1;
+	if (r->group && r->version)
+		r->path = *r->group
+			      ? str_printf("/apis/%s/%s/%s", r->group, r->version, r->resource)
+			      : str_printf("/api/%s/%s", r->version, r->resource);
+	if (!r->gvr || !r->group || !r->version || !r->resource || !r->path) {
+		resource_free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static struct mux_resource *find_gvr(struct multiplexer *m, const char *gvr)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->res[i]->gvr, gvr))
+			return m->res[i];
+	return NULL;
+}
+
+static bool listed_in(const char *gvr, const char *const *gvrs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(gvrs[i], gvr))
+			return true;
+	return false;
+}
+
+/* Under m->lock.  0, or -1 (out of memory, or a malformed name: logged). */
+static int set_resources_locked(struct multiplexer *m, const char *const *gvrs, size_t n)
+{
+	int rc = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct mux_resource *r = find_gvr(m, gvrs[i]);
+		if (!r) {
+			if (m->n == m->cap) {
+				size_t cap = m->cap ? m->cap * 2 : 4;
+				struct mux_resource **v = realloc(m->res, cap * sizeof *v);
+				if (!v)
+					return -1;
+				m->res = v;
+				m->cap = cap;
+			}
+			if (!(r = resource_new(m, gvrs[i]))) {
+				rc = -1;
+				continue;
+			}
+			m->res[m->n++] = r;
+		}
+		if (!r->active)
+			log_v(1, "multiplexer: %s is pool-scope", r->gvr);
+		r->active = true;
+	}
+	for (size_t i = 0; i < m->n; i++) {
+		struct mux_resource *r = m->res[i];
+		if (r->active && !listed_in(r->gvr, gvrs, n)) {
+			log_info("multiplexer: %s is no longer pool-scope: its upstream stops and "
+				 "its watchers end",
+				 r->gvr);
+			r->active = false;
+			stop_resource(r);
+		}
+	}
+	return rc;
+}
+
+int multiplexer_set_resources(struct multiplexer *m, const char *const *gvrs, size_t n)
+{
+	pthread_mutex_lock(&m->lock);
+	int rc = set_resources_locked(m, gvrs, n);
+	pthread_mutex_unlock(&m->lock);
+	return rc;
 }
 
 struct multiplexer *multiplexer_new(const char *proxy_url, const char *node_name,
@@ -196,23 +363,38 @@ struct multiplexer *multiplexer_new(const char *proxy_url, const char *node_name
 	m->proxy_url = proxy_url ? strdup(proxy_url) : NULL;
 	m->user_agent = str_printf("multiplexer-proxy-%s", node_name);
 	m->component = m->user_agent ? strdup(m->user_agent) : NULL;
-	m->res = calloc(n ? n : 1, sizeof *m->res);
-	bool ok = (!proxy_url || m->proxy_url) && m->user_agent && m->component && m->res;
+	bool ok = (!proxy_url || m->proxy_url) && m->user_agent && m->component;
 	for (char *c = m->component; c && *c; c++)
 		*c = (char)tolower((unsigned char)*c); /* as components are */
-	for (size_t i = 0; ok && i < n; i++, m->n++) {
-		m->res[i].m = m;
-		if (parse_resource(&m->res[i], resources[i]) < 0) {
-			log_error("multiplexer: \"%s\" is not group/version/resource",
-				  resources[i]);
-			ok = false;
-		}
-	}
-	if (!ok) { /* m->n counts the half-made one: it is freed too */
+	if (!ok || set_resources_locked(m, resources, n) < 0) {
 		multiplexer_free(m);
 		return NULL;
 	}
 	return m;
+}
+
+void multiplexer_set_cloud(struct multiplexer *m, struct upstream *up,
+			   unsigned long (*epoch)(void *), void *ctx)
+{
+	pthread_mutex_lock(&m->lock);
+	m->up = up;
+	m->epoch = epoch;
+	m->epoch_ctx = ctx;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void multiplexer_hold(struct multiplexer *m, long ms)
+{
+	pthread_mutex_lock(&m->lock);
+	m->hold_until_ms = now_ms() + ms;
+	pthread_mutex_unlock(&m->lock);
+}
+
+void multiplexer_release(struct multiplexer *m)
+{
+	pthread_mutex_lock(&m->lock);
+	m->hold_until_ms = 0;
+	pthread_mutex_unlock(&m->lock);
 }
 
 void multiplexer_close(struct multiplexer *m)
@@ -221,13 +403,14 @@ void multiplexer_close(struct multiplexer *m)
 		return;
 	pthread_mutex_lock(&m->lock);
 	m->closed = true;
-	pthread_mutex_unlock(&m->lock);
 	for (size_t i = 0; i < m->n; i++) {
-		informer_stop(m->res[i].inf); /* joins: no writer from here on */
-		m->res[i].inf = NULL;
-		if (m->res[i].cache)
-			mux_cache_close(m->res[i].cache);
+		struct mux_resource *r = m->res[i];
+		informer_stop(r->inf); /* joins: no writer from here on */
+		r->inf = NULL;
+		if (r->cache)
+			mux_cache_close(r->cache);
 	}
+	pthread_mutex_unlock(&m->lock);
 }
 
 void multiplexer_free(struct multiplexer *m)
@@ -235,16 +418,8 @@ void multiplexer_free(struct multiplexer *m)
 	if (!m)
 		return;
 	multiplexer_close(m);
-	for (size_t i = 0; i < m->n; i++) {
-		struct mux_resource *r = &m->res[i];
-		drop_listed(r);
-		free(r->listed);
-		mux_cache_free(r->cache);
-		free(r->group);
-		free(r->version);
-		free(r->resource);
-		free(r->path);
-	}
+	for (size_t i = 0; i < m->n; i++)
+		resource_free(m->res[i]);
 	free(m->res);
 	free(m->proxy_url);
 	free(m->user_agent);
@@ -263,37 +438,59 @@ static bool wants_objects(const struct request *req)
 	return !accept || !strstr(accept, "as=");
 }
 
-static struct mux_resource *resource_of(struct multiplexer *m, const struct request *req)
+static bool is_list_or_watch(const struct request_info *ri)
 {
-	const struct request_info *ri = &req->ri;
-	if (!ri->is_resource || (ri->verb != VERB_LIST && ri->verb != VERB_WATCH) ||
-	    *ri->subresource || !strcasecmp(req->component, m->component))
-		return NULL;
-	/* an exact resourceVersion is a snapshot the cache does not keep */
-	if (!strcmp(ri->resource_version_match, "Exact") || *ri->continue_token ||
-	    !wants_objects(req))
-		return NULL;
+	return ri->is_resource && (ri->verb == VERB_LIST || ri->verb == VERB_WATCH) &&
+	       !*ri->subresource;
+}
+
+/* The active resource req names, or NULL; under m->lock. */
+static struct mux_resource *named_resource(struct multiplexer *m, const struct request_info *ri)
+{
 	for (size_t i = 0; i < m->n; i++) {
-		struct mux_resource *r = &m->res[i];
-		if (!strcmp(ri->api_group, r->group) && !strcmp(ri->api_version, r->version) &&
-		    !strcmp(ri->resource, r->resource))
+		struct mux_resource *r = m->res[i];
+		if (r->active && !strcmp(ri->api_group, r->group) &&
+		    !strcmp(ri->api_version, r->version) && !strcmp(ri->resource, r->resource))
 			return r;
 	}
 	return NULL;
 }
 
-/* The cache of r with its upstream running, or NULL (the ordinary path
- * answers). */
-static struct mux_cache *cache_of(struct multiplexer *m, struct mux_resource *r)
+/* Whether the cache can answer req (an exact resourceVersion or a continue
+ * token asks for a snapshot it does not keep; a Table is the ordinary
+ * path's). */
+static bool cache_can_answer(const struct request *req)
+{
+	const struct request_info *ri = &req->ri;
+	return strcmp(ri->resource_version_match, "Exact") && !*ri->continue_token &&
+	       wants_objects(req);
+}
+
+bool multiplexer_is_upstream(struct multiplexer *m, const struct request *req)
+{
+	if (!m || !is_list_or_watch(&req->ri) || strcasecmp(req->component, m->component))
+		return false;
+	pthread_mutex_lock(&m->lock);
+	bool yes = named_resource(m, &req->ri) != NULL;
+	pthread_mutex_unlock(&m->lock);
+	return yes;
+}
+
+/* req's resource with its cache and upstream running, or NULL (the
+ * ordinary path answers); *cache is the cache to answer from. */
+static struct mux_resource *resource_for(struct multiplexer *m, const struct request *req,
+					 struct mux_cache **cache)
 {
 	pthread_mutex_lock(&m->lock);
-	int rc = start_resource(m, r);
-	struct mux_cache *c = rc == 0 ? r->cache : NULL;
+	struct mux_resource *r = named_resource(m, &req->ri);
+	int rc = r ? start_resource(m, r) : -1;
+	*cache = rc == 0 ? r->cache : NULL;
+	bool closed = m->closed;
 	pthread_mutex_unlock(&m->lock);
-	if (rc < 0 && !m->closed)
+	if (r && rc < 0 && !closed)
 		log_warn("multiplexer %s: cannot start the upstream; served by the ordinary path",
 			 r->path);
-	return c;
+	return *cache ? r : NULL;
 }
 
 int mux_request_init(struct mux_request *r, struct proxy *p, struct request *req,
@@ -325,6 +522,16 @@ void mux_request_free(struct mux_request *r)
 	memset(r, 0, sizeof *r);
 }
 
+size_t mux_hand_out(const struct buf *b, size_t *off, char *out, size_t max)
+{
+	size_t n = b->len - *off;
+	if (n > max)
+		n = max;
+	memcpy(out, b->data + *off, n);
+	*off += n;
+	return n;
+}
+
 static int too_many(struct request *req)
 {
 	struct reply *r = reply_status_new(
@@ -351,13 +558,44 @@ int mux_wait_ready(struct mux_cache *c, struct request *req, uint64_t rv, int *r
 	return -1;
 }
 
-int multiplexer_answer(struct proxy *p, struct request *req, int *rc)
+/* Wait for c's first list: 0 ready, 1 the upstream does not serve the
+ * resource (the ordinary path answers), -1 answered here (429 after
+ * MUX_FIRST_LIST_WAIT_MS, 503 stopping). */
+static int wait_first_list(struct mux_resource *res, struct mux_cache *c, struct request *req,
+			   int *rc)
 {
-	struct multiplexer *m = p->mux;
-	struct mux_resource *res = m ? resource_of(m, req) : NULL;
-	struct mux_cache *c = res ? cache_of(m, res) : NULL;
-	if (!c)
+	struct multiplexer *m = res->m;
+	for (int waited = 0;; waited += 100) {
+		pthread_mutex_lock(&m->lock);
+		if (!res->inf && start_resource(m, res) < 0 && !m->closed)
+			log_warn("multiplexer %s: cannot start the upstream", res->path);
+		pthread_mutex_unlock(&m->lock);
+		enum mux_status st = mux_cache_wait_rv(c, 0, 100);
+		if (st == MUX_OK)
+			return 0;
+		if (atomic_load(&res->absent))
+			return 1;
+		if (st != MUX_TIMEOUT) {
+			*rc = reply_status(req, 503, NULL, "the hub is stopping", NULL);
+			return -1;
+		}
+		if (waited >= MUX_FIRST_LIST_WAIT_MS) {
+			*rc = too_many(req);
+			return -1;
+		}
+	}
+}
+
+/* Answer a list or watch of res from c; filters for a local client, none
+ * for another hub.  1 answered (*rc), 0 the ordinary path's. */
+static int answer(struct proxy *p, struct request *req, struct mux_resource *res,
+		  struct mux_cache *c, bool peer, int *rc)
+{
+	if (atomic_load(&res->absent))
 		return 0;
+	int w = wait_first_list(res, c, req, rc);
+	if (w != 0)
+		return w < 0;
 	struct mux_request *r = malloc(sizeof *r);
 	char *why = NULL;
 	if (!r) {
@@ -371,6 +609,43 @@ int multiplexer_answer(struct proxy *p, struct request *req, int *rc)
 		free(r);
 		return 1;
 	}
+	const char *learned = atomic_load(&res->kind);
+	if (!r->kind.kind && learned) {
+		/* "FooList" from a CRD's "Foo" */
+		r->kind.kind = strdup(learned);
+	}
+	if (peer)
+		r->filters = 0; /* the other hub filters for its own clients */
 	*rc = req->ri.verb == VERB_LIST ? mux_answer_list(p, req, r) : mux_answer_watch(p, req, r);
 	return 1;
+}
+
+int multiplexer_answer(struct proxy *p, struct request *req, int *rc)
+{
+	struct multiplexer *m = p->mux;
+	/* A client with its own credentials (a pod's token) is proxied as
+	 * itself, for the API server to authorize: the multiplexer's objects
+	 * were read with the node's identity, so they are the node's clients'
+	 * only. */
+	if (!m || !is_list_or_watch(&req->ri) || !cache_can_answer(req) ||
+	    !strcasecmp(req->component, m->component) || request_header(req, "Authorization"))
+		return 0;
+	struct mux_cache *c;
+	struct mux_resource *res = resource_for(m, req, &c);
+	return res ? answer(p, req, res, c, false, rc) : 0;
+}
+
+int multiplexer_answer_peer(struct proxy *p, struct request *req)
+{
+	struct multiplexer *m = p->mux;
+	struct mux_cache *c = NULL;
+	struct mux_resource *res = NULL;
+	int rc = 0;
+	if (m && is_list_or_watch(&req->ri) && cache_can_answer(req) &&
+	    (res = resource_for(m, req, &c)) && answer(p, req, res, c, true, &rc))
+		return rc;
+	return reply_status(req, 403, "Forbidden",
+			    "this port serves the pool-scope resources' lists and watches to the "
+			    "pool's hubs, and nothing else",
+			    NULL);
 }

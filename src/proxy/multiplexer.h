@@ -22,8 +22,9 @@
  * write the answers.
  *
  * Threads: each resource's informer thread writes its cache; connection
- * threads read it.  The table of resources is fixed at creation; a
- * resource's cache and informer are made once, under the multiplexer's lock.
+ * threads read it.  The table of resources, and each resource's cache and
+ * informer, change under the multiplexer's lock: the set follows
+ * --pool-scope-resources, then the pool's leader-hub configmap.
  */
 #ifndef YURTHUB_PROXY_MULTIPLEXER_H
 #define YURTHUB_PROXY_MULTIPLEXER_H
@@ -35,11 +36,7 @@
 
 struct proxy;
 struct multiplexer;
-
-/* The default pool-scope resources, as --pool-scope-resources spells them
- * (group/version/resource, "" group for core). */
-extern const char *const multiplexer_default_resources[];
-extern const size_t multiplexer_default_count;
+struct upstream;
 
 /* A multiplexer for resources[0..n) ("group/version/resource": "/v1/services",
  * "discovery.k8s.io/v1/endpointslices"), reading through proxy_url (the hub's
@@ -48,15 +45,39 @@ extern const size_t multiplexer_default_count;
  * (logged). */
 struct multiplexer *multiplexer_new(const char *proxy_url, const char *node_name,
 				    const char *const *resources, size_t n);
+/* The cloud, before the first request: whether it is reachable (a list
+ * the upstream does not serve then means the resource does not exist), and
+ * the upstreams' epoch (informer.h: the cloud's health changed). */
+void multiplexer_set_cloud(struct multiplexer *m, struct upstream *up,
+			   unsigned long (*epoch)(void *), void *ctx);
+/* Start no upstream for up to ms, or until multiplexer_release(): the
+ * pool's configmap, about to be read, may send the upstreams to a leader,
+ * or name other resources.  Clients wait meanwhile. */
+void multiplexer_hold(struct multiplexer *m, long ms);
+void multiplexer_release(struct multiplexer *m);
 /* Stop every upstream and wake every local watcher (they end): the hub is
  * stopping.  The caches stay until multiplexer_free. */
 void multiplexer_close(struct multiplexer *m);
 /* After the server stopped (no reader left).  NULL is fine. */
 void multiplexer_free(struct multiplexer *m);
 
+/* Replace the set of pool-scope resources ("group/version/resource"): new
+ * ones start with their first request; removed ones stop their upstream,
+ * and their watchers end (their clients list again, by the ordinary path).
+ * 0, or -1 when one could not be added (logged; the others are). */
+int multiplexer_set_resources(struct multiplexer *m, const char *const *gvrs, size_t n);
+
+/* Whether req is the multiplexer's own upstream list or watch of a
+ * pool-scope resource (which a follower sends to its pool's leader). */
+bool multiplexer_is_upstream(struct multiplexer *m, const struct request *req);
+
 /* Answer req from the multiplexer when it is a local list or watch of a
  * pool-scope resource that the cache can answer: 1 (answered: *rc is the
  * handler's result), or 0 (not the multiplexer's: the ordinary path). */
 int multiplexer_answer(struct proxy *p, struct request *req, int *rc);
+/* Answer another hub of the pool (this hub is their leader): a list or
+ * watch of a pool-scope resource, unfiltered; anything else is 403.  The
+ * handler's result. */
+int multiplexer_answer_peer(struct proxy *p, struct request *req);
 
 #endif

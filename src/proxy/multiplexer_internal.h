@@ -15,6 +15,7 @@
 #include "mux/filter.h"
 #include "mux/sharedcache.h"
 #include "proxy/local.h"
+#include "util/buf.h"
 
 struct proxy;
 
@@ -48,6 +49,10 @@ void mux_request_free(struct mux_request *r);
  * first list, 504 for a resourceVersion the cache does not reach, 503 when
  * closed) and *rc is the handler's result. */
 int mux_wait_ready(struct mux_cache *c, struct request *req, uint64_t rv, int *rc);
+
+/* Copy what is left of b from *off on into out, at most max bytes, and
+ * move *off on: the answers' read callbacks hand out what they produced. */
+size_t mux_hand_out(const struct buf *b, size_t *off, char *out, size_t max);
 
 /* The answers; r is taken over (freed when the answer is done). */
 int mux_answer_list(struct proxy *p, struct request *req, struct mux_request *r);

@@ -112,12 +112,7 @@ static ssize_t list_read(void *cls, char *out, size_t max)
 		if (produce(a) < 0)
 			return REPLY_ABORT; /* cut: the client does not take it for complete */
 	}
-	size_t n = a->out.len - a->off;
-	if (n > max)
-		n = max;
-	memcpy(out, a->out.data + a->off, n);
-	a->off += n;
-	return (ssize_t)n;
+	return (ssize_t)mux_hand_out(&a->out, &a->off, out, max);
 }
 
 static void list_free(void *cls)

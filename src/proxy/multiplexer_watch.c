@@ -158,12 +158,7 @@ static ssize_t watch_read(void *cls, char *out, size_t max)
 		if (produce(a) < 0)
 			return REPLY_ABORT;
 	}
-	size_t n = a->out.len - a->off;
-	if (n > max)
-		n = max;
-	memcpy(out, a->out.data + a->off, n);
-	a->off += n;
-	return (ssize_t)n;
+	return (ssize_t)mux_hand_out(&a->out, &a->off, out, max);
 }
 
 static void watch_free(void *cls)

@@ -65,6 +65,15 @@ int proxy_handle(void *ctx, struct request *req)
 	return local_answer(p, req);
 }
 
+int proxy_handle_peer(void *ctx, struct request *req)
+{
+	struct proxy *p = ctx;
+	if (!req->ri_ok)
+		return reply_status(req, 400, NULL, req->ri_err ? req->ri_err : "bad request",
+				    NULL);
+	return multiplexer_answer_peer(p, req);
+}
+
 void proxy_stop(struct proxy *p)
 {
 	atomic_store(&p->stopping, true);

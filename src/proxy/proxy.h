@@ -25,6 +25,7 @@
 struct outbox;
 struct cluster;
 struct multiplexer;
+struct leaders;
 
 struct proxy {
 	struct upstream *up;
@@ -36,6 +37,9 @@ struct proxy {
 	struct cluster *cluster; /* the response filters' view; NULL: no filtering */
 	/* pool-scope lists and watches from memory (multiplexer.h); NULL: off */
 	struct multiplexer *mux;
+	/* the pool's leader hubs while this hub is a follower (cloud/leaders.h);
+	 * NULL: none */
+	struct leaders *leaders;
 	bool cloud_mode; /* --working-mode=cloud: no cache, no offline answers */
 	struct metrics *metrics;
 	int min_request_timeout; /* seconds: --min-request-timeout */
@@ -53,6 +57,9 @@ struct proxy {
 int proxy_init(struct proxy *p);
 /* The handler of the proxy ports (a server_handler; ctx is the proxy). */
 int proxy_handle(void *ctx, struct request *req);
+/* The handler of a leader's multiplexer port: the pool's other hubs' lists and
+ * watches of pool-scope resources (multiplexer_answer_peer). */
+int proxy_handle_peer(void *ctx, struct request *req);
 
 /* The hub is stopping: watches and other long requests end. */
 void proxy_stop(struct proxy *p);

@@ -20,8 +20,10 @@
 #include "cluster/cluster.h"
 #include "filter/rewrite.h"
 #include "http/limits.h"
+#include "cloud/leaders.h"
 #include "http/response.h"
 #include "kube/framing.h"
+#include "proxy/multiplexer.h"
 #include "proxy/proxy.h"
 #include "util/log.h"
 
@@ -66,6 +68,10 @@ struct remote {
 
 	int client_fd;
 	struct timespec deadline; /* tv_sec 0: none */
+	/* the multiplexer's upstream sent to the cloud while it is a follower:
+	 * ends when a leader answers again (leaders_generation moved on) */
+	bool until_leader;
+	unsigned long leader_gen;
 };
 
 /* ---- libcurl callbacks ---- */
@@ -257,7 +263,8 @@ static long ms_since(const struct timespec *t0)
  * still coming say the link works, whatever a probe found. */
 static bool backend_gone(struct remote *r, bool want_headers)
 {
-	if (want_headers && !r->suspected && ms_since(&r->t0) >= health_suspect_ms(r->p->health)) {
+	if (want_headers && !r->suspected && !r->b->leader &&
+	    ms_since(&r->t0) >= health_suspect_ms(r->p->health)) {
 		r->suspected = true;
 		health_suspect(r->p->health, r->b);
 	}
@@ -276,6 +283,10 @@ static void pump(struct remote *r, bool want_headers)
 		if (backend_gone(r, want_headers)) {
 			r->gave_up_sick = true;
 			abort_with(r, "the upstream is unhealthy");
+			break;
+		}
+		if (r->until_leader && leaders_generation(r->p->leaders) != r->leader_gen) {
+			abort_with(r, "the pool's leader hub answers again");
 			break;
 		}
 		if (past(&r->deadline)) {
@@ -607,7 +618,10 @@ static enum remote_outcome attempt(struct proxy *p, struct request *req, enum ca
 	      r->headers_too_large ? " (response headers over 32 KiB)" : "");
 	enum remote_outcome outcome = REMOTE_ERROR;
 	if (unreachable(cc)) {
-		health_report_failure(p->health, b);
+		if (b->leader)
+			leaders_report_failure(p->leaders, b);
+		else
+			health_report_failure(p->health, b);
 		outcome = REMOTE_UNREACHABLE;
 		*may_retry = retryable(cc, &req->ri);
 	} else if (cc != CURLE_ABORTED_BY_CALLBACK) {
@@ -723,13 +737,27 @@ enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cach
 	    p->cluster ? cluster_filters_for(p->cluster, req->component,
 					     request_info_verb(&req->ri), req->ri.resource)
 		       : 0;
-	for (struct backend *b; (b = upstream_pick(p->up, tried));) {
-		bool may_retry;
+	/* A follower's multiplexer lists and watches from its pool's leader
+	 * first, then from the cloud (docs/sharing.md). */
+	bool follower = p->leaders && multiplexer_is_upstream(p->mux, req);
+	struct backend *leader =
+	    follower && !upstream_identity_pending(p->up) ? leaders_pick(p->leaders) : NULL;
+	bool may_retry = false;
+	if (leader)
+		out = attempt(p, req, &mode, filters, leader, &r, &may_retry);
+	unsigned long gen = leaders_generation(p->leaders);
+	for (struct backend *b; (!leader || (out == REMOTE_UNREACHABLE && may_retry)) &&
+				(b = upstream_pick(p->up, tried));) {
+		leader = NULL;
 		out = attempt(p, req, &mode, filters, b, &r, &may_retry);
 		if (out != REMOTE_UNREACHABLE || !may_retry)
 			break;
 		if (b->index < 64)
 			tried |= 1ULL << b->index;
+	}
+	if (out == REMOTE_ANSWERED && follower && !r->b->leader && req->ri.verb == VERB_WATCH) {
+		r->until_leader = true;
+		r->leader_gen = gen;
 	}
 	if (out != REMOTE_ANSWERED)
 		return out;

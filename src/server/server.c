@@ -29,7 +29,7 @@
 #define STACK_SIZE     (256u << 10)
 #define IDLE_TIMEOUT_S 600 /* a kept-alive connection with no request */
 
-enum port_kind { PORT_PROXY, PORT_PROXY_TLS, PORT_HUB };
+enum port_kind { PORT_PROXY, PORT_PROXY_TLS, PORT_HUB, PORT_PEER };
 
 struct daemon_ctx {
 	const struct server_routes *routes;
@@ -38,9 +38,9 @@ struct daemon_ctx {
 	int quiesced_fd; /* the listening socket once quiesced: ours to close */
 };
 
-/* the serve port, and each proxy port on --bind-proxy-address and on the
- * dummy interface's address */
-#define MAX_DAEMONS 5
+/* the serve port, each proxy port on --bind-proxy-address and on the
+ * dummy interface's address, and a leader's multiplexer port */
+#define MAX_DAEMONS 6
 
 struct server {
 	struct server_routes routes;
@@ -49,9 +49,11 @@ struct server {
 	pthread_mutex_t lock;
 	struct daemon_ctx daemons[MAX_DAEMONS];
 	size_t n; /* started, or being started */
-	bool stopping, secure_started;
+	bool stopping, secure_started, peer_started;
 	struct buf client_ca;
 	char *client_ca_file; /* NULL: no secure port */
+	char *peer_addr;      /* the multiplexer port, once asked for */
+	int peer_port;
 	char *dummy_addr;
 	const struct config *cfg;
 };
@@ -120,6 +122,39 @@ static bool client_cert_ok(struct MHD_Connection *c)
 	return gnutls_certificate_verify_peers2(s, &status) == GNUTLS_E_SUCCESS && status == 0;
 }
 
+/* Whether the client's verified certificate is a node's: CN
+ * system:node:<name> and O system:nodes, as kube-apiserver's Node
+ * authorizer knows nodes. */
+static bool client_is_node(struct MHD_Connection *c)
+{
+	if (!client_cert_ok(c))
+		return false;
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t s = (gnutls_session_t)ci->tls_session;
+	unsigned int n = 0;
+	const gnutls_datum_t *chain = gnutls_certificate_get_peers(s, &n);
+	gnutls_x509_crt_t crt;
+	if (!chain || !n || gnutls_x509_crt_init(&crt) < 0)
+		return false;
+	bool node = false;
+	char v[256];
+	size_t len = sizeof v;
+	if (gnutls_x509_crt_import(crt, &chain[0], GNUTLS_X509_FMT_DER) >= 0 &&
+	    gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, v, &len) >= 0 &&
+	    !strncmp(v, "system:node:", 12) && v[12]) {
+		for (unsigned int i = 0; !node; i++) {
+			len = sizeof v;
+			if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_ORGANIZATION_NAME, i,
+							  0, v, &len) < 0)
+				break;
+			node = !strcmp(v, "system:nodes");
+		}
+	}
+	gnutls_x509_crt_deinit(crt);
+	return node;
+}
+
 /* A pod's service-account token: the request goes to the cloud without
  * the hub's certificate, so the API server judges the pod, not the hub. */
 static bool bearer(const struct request *req)
@@ -137,6 +172,11 @@ static int refuse_early(struct daemon_ctx *dc, struct request *req)
 {
 	if (dc->kind == PORT_HUB)
 		return 1;
+	if (dc->kind == PORT_PEER && !client_is_node(req->conn))
+		return reply_status(req, 401, NULL,
+				    "a node's client certificate (CN system:node:<name>, O "
+				    "system:nodes) signed by the cluster CA is required",
+				    NULL);
 	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn) && !bearer(req))
 		return reply_status(req, 401, NULL,
 				    "a client certificate signed by the hub's client CA, or a "
@@ -166,6 +206,8 @@ static int dispatch(struct daemon_ctx *dc, struct request *req)
 		return gate_refuse_body(rt->gate, req);
 	if (dc->kind == PORT_HUB)
 		return rt->hub(rt->hub_ctx, req);
+	if (dc->kind == PORT_PEER)
+		return rt->peer(rt->proxy_ctx, req);
 	return rt->proxy(rt->proxy_ctx, req);
 }
 
@@ -246,7 +288,7 @@ static int start_daemon(struct server *s, enum port_kind kind, const char *host,
 			     MHD_USE_POLL | MHD_USE_ERROR_LOG | MHD_USE_SUPPRESS_DATE_NO_CLOCK;
 	if (ss.ss_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
-	if (kind != PORT_HUB)
+	if (kind == PORT_PROXY || kind == PORT_PROXY_TLS)
 		flags |= MHD_ALLOW_UPGRADE; /* exec, attach, port-forward */
 	struct MHD_OptionItem opts[16];
 	int n = 0;
@@ -261,7 +303,7 @@ static int start_daemon(struct server *s, enum port_kind kind, const char *host,
 	opts[n++] =
 	    (struct MHD_OptionItem){MHD_OPTION_CONNECTION_MEMORY_LIMIT, LIMIT_CONN_MEMORY, NULL};
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL};
-	if (kind == PORT_PROXY_TLS) {
+	if (kind == PORT_PROXY_TLS || kind == PORT_PEER) {
 		/* the certificate is asked for at each handshake: rotations
 		 * apply to the next connection, with no restart */
 		flags |= MHD_USE_TLS;
@@ -306,21 +348,63 @@ static int start_proxy_port(struct server *s, enum port_kind kind, const struct 
 	return 0;
 }
 
+/* s->client_ca from its file, unless read already; under s->lock.  0,
+ * -ENOENT (not there yet), or another -errno (logged). */
+static int load_client_ca(struct server *s)
+{
+	if (s->client_ca.len)
+		return 0;
+	int rc = fs_read_operator_file(s->client_ca_file, &s->client_ca, 1 << 20);
+	if (rc < 0 && rc != -ENOENT)
+		log_error("cannot read the client CA %s: %s", s->client_ca_file, strerror(-rc));
+	if (rc < 0)
+		buf_reset(&s->client_ca);
+	return rc < 0 ? rc : 0;
+}
+
+/* Start the multiplexer port asked for, if it can now; under s->lock. */
+static void try_peer_locked(struct server *s)
+{
+	if (s->stopping || s->peer_started || !s->peer_addr || !s->client_ca_file ||
+	    !tls_serving_ready() || load_client_ca(s) < 0)
+		return;
+	s->peer_started = true; /* once, even if it fails: logged */
+	if (start_daemon(s, PORT_PEER, s->peer_addr, s->peer_port) == 0)
+		log_msg('I', 0, "multiplexer port %s:%d serving the pool's hubs", s->peer_addr,
+			s->peer_port);
+}
+
+int server_enable_peer(struct server *s, const char *addr, int port)
+{
+	if (!s || !port)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	if (!s->peer_addr && !(s->peer_addr = strdup(addr))) {
+		pthread_mutex_unlock(&s->lock);
+		return -1;
+	}
+	s->peer_port = port;
+	try_peer_locked(s);
+	if (!s->peer_started)
+		log_warn("multiplexer port %d: waiting for a serving certificate and the cluster "
+			 "CA",
+			 port);
+	pthread_mutex_unlock(&s->lock);
+	return 0;
+}
+
 int server_enable_secure(struct server *s)
 {
 	if (!s)
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	int rc = 0;
-	if (!s->stopping && !s->secure_started && s->client_ca_file && tls_serving_ready()) {
-		buf_reset(&s->client_ca);
-		rc = fs_read_operator_file(s->client_ca_file, &s->client_ca, 1 << 20);
+	if (!s->stopping && !s->secure_started && s->cfg->proxy_secure_port && s->client_ca_file &&
+	    tls_serving_ready()) {
+		rc = load_client_ca(s);
 		if (rc == -ENOENT) {
 			rc = 0; /* bootstrap has not found the cluster CA yet */
-		} else if (rc < 0) {
-			log_error("secure port: cannot read the client CA %s: %s",
-				  s->client_ca_file, strerror(-rc));
-		} else {
+		} else if (rc == 0) {
 			s->secure_started = true;
 			rc = start_proxy_port(s, PORT_PROXY_TLS, s->cfg, s->cfg->proxy_secure_port,
 					      s->dummy_addr);
@@ -329,6 +413,7 @@ int server_enable_secure(struct server *s)
 					s->cfg->proxy_secure_port);
 		}
 	}
+	try_peer_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
 }
@@ -403,6 +488,7 @@ void server_stop(struct server *s)
 	}
 	buf_free(&s->client_ca);
 	free(s->client_ca_file);
+	free(s->peer_addr);
 	free(s->dummy_addr);
 	pthread_mutex_destroy(&s->lock);
 	free(s);

@@ -34,7 +34,8 @@ typedef int (*server_handler)(void *ctx, struct request *req);
 struct server_routes {
 	server_handler proxy; /* both proxy ports */
 	void *proxy_ctx;
-	server_handler hub; /* the serve port */
+	server_handler peer; /* a leader's multiplexer port, with proxy_ctx */
+	server_handler hub;  /* the serve port */
 	void *hub_ctx;
 	struct metrics *metrics;
 	struct request_gate *gate; /* --max-requests-in-flight, the body budget */
@@ -54,6 +55,12 @@ int server_start(const struct config *cfg, const struct server_routes *routes,
  * hub calls it when bootstrap brings either.  0, or -1 when it failed to
  * listen (logged). */
 int server_enable_secure(struct server *s);
+/* Start the multiplexer port on addr:port, once (later calls change
+ * nothing): TLS with the serving certificate, for clients whose certificate
+ * of the cluster CA names a node (routes->peer answers them).  Without a
+ * certificate or the CA yet, it starts when server_enable_secure() finds
+ * them.  0, or -1 out of memory; a failure to listen is logged. */
+int server_enable_peer(struct server *s, const char *addr, int port);
 /* Stop accepting connections; the ones open go on. */
 void server_quiesce(struct server *s);
 /* Stop accepting, end long requests, join every connection thread. */
