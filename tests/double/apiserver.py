@@ -1401,6 +1401,8 @@ class Gate:
         self.bearer_no_cert = Counter()      # requests with a bearer token and no client cert
         self.unauthorized = Counter()        # 401s, by path
         self.forbidden = Counter()           # 403s, by "user verb path"
+        self.bytes_by_ua = Counter()         # response bytes written, headers included
+        self.bytes_lock = threading.Lock()   # not cond: writes happen with or without it
         self.watches = 0
         self.faults = []              # [code, count, path_prefix]
 
@@ -1443,6 +1445,14 @@ class Gate:
             self.by_ua[(ua or "").split("/")[0]] += 1
             self.by_path[path] += 1
 
+    def count_bytes(self, ua, n):
+        with self.bytes_lock:
+            self.bytes_by_ua[(ua or "").split("/")[0]] += n
+
+    def bytes_snapshot(self):
+        with self.bytes_lock:
+            return dict(self.bytes_by_ua)
+
     def count_client(self, cn):
         with self.cond:
             self.by_client_cn[cn] += 1
@@ -1458,6 +1468,8 @@ class Gate:
                       self.by_bearer_user, self.bearer_no_cert, self.unauthorized,
                       self.forbidden):
                 c.clear()
+        with self.bytes_lock:
+            self.bytes_by_ua.clear()
 
     def count_verb(self, verb, path):
         with self.cond:
@@ -2688,6 +2700,25 @@ def ws_read_message(rfile):
             return op, data
 
 
+class CountingWriter:
+    """An API connection's wfile that counts the bytes written to the socket by the
+    User-Agent of the request being answered: status line, headers and body, streamed watch
+    events and upgraded connections included."""
+
+    def __init__(self, raw, handler):
+        self.raw, self.h = raw, handler
+
+    def write(self, data):
+        n = self.raw.write(data)
+        headers = getattr(self.h, "headers", None)
+        self.h.server.gate.count_bytes(headers.get("User-Agent", "") if headers else "",
+                                       len(data))
+        return n
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
 class ApiHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     # Headers and body go out in separate writes: without TCP_NODELAY every
@@ -2702,6 +2733,10 @@ class ApiHandler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):
         if self.server.verbose:
             sys.stderr.write("api: %s %s\n" % (self.address_string(), fmt % args))
+
+    def setup(self):
+        super().setup()
+        self.wfile = CountingWriter(self.wfile, self)
 
     def handle(self):
         try:
@@ -3440,6 +3475,9 @@ class ApiServer(ThreadingHTTPServer):
 
 class ControlHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # as the API port: without it each answer on a kept-alive connection waits
+    # ~40 ms for a delayed ACK (headers and body are separate writes)
+    disable_nagle_algorithm = True
     server_version = "apiserver-double-control"
 
     def log_message(self, fmt, *args):
@@ -3484,6 +3522,7 @@ class ControlHandler(BaseHTTPRequestHandler):
                         "requests_bearer_without_client_cert": dict(gate.bearer_no_cert),
                         "requests_unauthorized": dict(gate.unauthorized),
                         "requests_forbidden": dict(gate.forbidden),
+                        "bytes_by_user_agent": gate.bytes_snapshot(),
                         "watches_open": gate.watches, "connections_open": len(gate.conns),
                         "faults": [list(f) for f in gate.faults],
                         "objects": {rid: len(o) for rid, o in store.objects.items()},
@@ -3503,6 +3542,12 @@ class ControlHandler(BaseHTTPRequestHandler):
             else:
                 api.start_listening()
             return {"cut": mode}
+        if m == "POST" and path == "/drop-connections":
+            # every open API connection (watches too) ends now; the port stays open, so
+            # clients reconnect at once (what a load balancer's restart does to them)
+            n = len(gate.conns)
+            gate.kill_all()
+            return {"dropped": n}
         if m == "POST" and path == "/restore":
             api.start_listening()
             with store.cond:

@@ -9,6 +9,8 @@ watch services and EndpointSlices through one hub:
 - a change in the double reaches every watcher;
 - a watch from a resourceVersion older than the multiplexer's history gets
   ERROR 410; list selectors and namespaces are honoured;
+- a 410 to the multiplexer's upstream watch (a compacted history) makes it
+  relist once, and its local watchers carry on with the change as an event;
 - offline, after a restart of the hub, the lists are served from what the
   multiplexer's upstream cached on disk.
 """
@@ -170,6 +172,42 @@ def test_watches(t, double, hub):
     sock.close()
 
 
+def test_upstream_expired(t, double, hub):
+    """The upstream watch ends and the cloud answers its resumption 410 (its
+    history was compacted): the multiplexer relists once, its local watchers
+    carry on with the change as an event, and no client lists again."""
+    watches = []
+    for comp, ua in UAS.items():
+        _, _, lst = hub_list(hub, SLICES, ua)
+        sock, _, rest = open_watch(
+            hub, SLICES + "?watch=true&allowWatchBookmarks=true&resourceVersion=" +
+            lst["metadata"]["resourceVersion"], ua)
+        watches.append((comp, sock, rest))
+    double.control("POST", "/reset-counters")
+    double.control("POST", "/fail?code=410&count=1&path=" + SLICES)
+    double.control("POST", "/drop-connections")
+    double.put_object(slice_for("db", ns="data", ip="10.0.0.77"))
+    for comp, sock, rest in watches:
+        def got(evs):
+            return any(e.get("type") == "MODIFIED" and
+                       e["object"]["metadata"]["name"] == "db-abcde" and
+                       e["object"]["endpoints"][0]["addresses"] == ["10.0.0.77"] for e in evs)
+        evs, closed = read_events(sock, rest, got, 20)
+        t.check("after the upstream's 410, %s's watch goes on and gets the change" % comp,
+                got(evs) and not any(e.get("type") == "ERROR" for e in evs),
+                [(e.get("type"), e.get("object", {}).get("metadata", {}).get("name"))
+                 for e in evs])
+        sock.close()
+    st = double.state()
+    t.check("the 410 was served to the multiplexer's watch", not st["faults"], st["faults"])
+    lists = st["requests_by_verb_path"].get("list " + SLICES, 0)
+    t.check("one upstream relist for %d local watchers" % len(UAS), lists == 1,
+            st["requests_by_verb_path"])
+    by_ua = st["requests_by_user_agent"]
+    t.check("... by the multiplexer, and no local client reached the cloud",
+            set(by_ua) <= {"multiplexer-proxy-node1", "yurthub"}, by_ua)
+
+
 def test_offline_restart(t, double, hub):
     hub.stop()
     double.cut()
@@ -196,6 +234,7 @@ def main():
     t.cleanups.append(hub.stop)
     t.run(test_lists, double, hub)
     t.run(test_watches, double, hub)
+    t.run(test_upstream_expired, double, hub)
     t.run(test_offline_restart, double, hub)
     sys.exit(t.finish())
 

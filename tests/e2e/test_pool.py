@@ -1,0 +1,271 @@
+"""End to end: a pool's leader hub serving its followers (issue 14,
+docs/sharing.md, "The pool's leader").  Three hubs of pool1 against one
+test double playing the cluster (its CA, a bootstrap token, CSRs approved):
+node1 is named leader by the leader-hub-pool1 configmap, node2 and node3
+follow it.
+
+- the leader serves the multiplexer port on its node IP, over TLS with its
+  serving certificate; a client with a follower's node certificate lists
+  there, one without a certificate or with a certificate that is not a
+  node's is refused (401), and what is not a pool-scope list or watch is
+  refused (403);
+- local clients of the followers list and watch services and EndpointSlices
+  and get what the cloud has (after their filters), while the double sees
+  no request at all from the followers' multiplexers: their pool-scope
+  traffic reaches the cloud only through the leader;
+- the leader is killed: the followers' watchers still get the cloud's
+  changes (their multiplexers fall back to the cloud); the leader comes
+  back: their multiplexers return to it.
+"""
+
+import json
+import os
+import signal
+import ssl
+import http.client
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(__file__))
+from harness import Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
+from test_multiplexer import SERVICES, SLICES, names, service, slice_for  # noqa: E402
+from watch_stream import open_watch, read_events  # noqa: E402
+
+TOKEN = "abcdef.0123456789abcdef"
+POOL = "pool1"
+NODES = {"node1": "127.0.0.11", "node2": "127.0.0.12", "node3": "127.0.0.13"}
+LEADER = "node1"
+FOLLOWERS = ("node2", "node3")
+KUBE_PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
+COREDNS = "coredns/1.11.3 (linux/amd64) kubernetes/abcdef"
+
+
+def leader_configmap(leaders):
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "leader-hub-" + POOL, "namespace": "kube-system",
+                         "labels": {"openyurt.io/configmap-name": "leader-hub-" + POOL}},
+            "data": {"leaders": leaders, "enable-leader-election": "true",
+                     "pool-scoped-metadata": "/v1/services,discovery.k8s.io/v1/endpointslices",
+                     "interconnectivity": "true"}}
+
+
+def seed(double):
+    for n in NODES:
+        double.put_object({"apiVersion": "v1", "kind": "Node",
+                           "metadata": {"name": n,
+                                        "labels": {"apps.openyurt.io/nodepool": POOL}}})
+    kubernetes = service("kubernetes")  # its cluster IP goes into serving certificates
+    kubernetes["spec"]["clusterIP"] = "10.96.0.1"
+    kubernetes["spec"]["clusterIPs"] = ["10.96.0.1"]
+    for o in [kubernetes, service("web", labels={"app": "web"}), slice_for("web"),
+              service("lb-discard", svc_type="LoadBalancer",
+                      annotations={"svc.openyurt.io/discard": "true"}),
+              leader_configmap("%s/%s" % (LEADER, NODES[LEADER]))]:
+        double.put_object(o)
+
+
+class Pool:
+    def __init__(self, t):
+        self.t = t
+        self.pki = os.path.join(t.workdir, "cluster-pki")
+        self.double = Double(t.workdir, ["--seed", "none", "--pki-dir", self.pki,
+                                         "--bootstrap-token", TOKEN, "--csr-auto-approve"])
+        t.cleanups.append(self.double.stop)
+        self.ca_file = os.path.join(self.pki, "ca.crt")
+        self.url = "https://127.0.0.1:%d" % self.double.port
+        self.mux_port = free_port()
+        seed(self.double)
+        self.hubs = {}
+        for n in NODES:
+            self.start(n)
+
+    def start(self, node):
+        h = Hub(self.t.workdir, [self.url], name="hub-" + node, node=node, ready_timeout=60,
+                extra=["--root-dir=" + os.path.join(self.t.workdir, "root-" + node),
+                       "--join-token=" + TOKEN, "--discovery-token-unsafe-skip-ca-verification",
+                       "--node-ip=" + NODES[node], "--nodepool-name=" + POOL,
+                       "--multiplexer-port=%d" % self.mux_port, "--enable-dummy-if=false"])
+        self.t.cleanups.append(h.stop)
+        self.hubs[node] = h
+        return h
+
+    def node_pem(self, node):
+        return os.path.join(self.t.workdir, "root-" + node, "pki", "yurthub-current.pem")
+
+    def by_ua(self):
+        return self.double.state()["requests_by_user_agent"]
+
+
+def log_has(hub, text):
+    with open(hub.logpath, "rb") as f:
+        return text in f.read().decode(errors="replace")
+
+
+def mux_request(pool, path, cert=None):
+    ctx = ssl.create_default_context(cafile=pool.ca_file)
+    if cert:
+        ctx.load_cert_chain(*cert) if isinstance(cert, tuple) else ctx.load_cert_chain(cert)
+    c = http.client.HTTPSConnection(NODES[LEADER], pool.mux_port, context=ctx, timeout=20)
+    c.request("GET", path, headers={"User-Agent": "multiplexer-proxy-node2",
+                                    "Accept": "application/json"})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r.status, body
+
+
+def hub_list(hub, path, ua):
+    st, _, body = get("127.0.0.1", hub.proxy_port, path,
+                      headers={"User-Agent": ua, "Accept": "application/json"})
+    return st, (json.loads(body) if body[:1] == b"{" else body)
+
+
+def test_roles(t, pool):
+    leader = pool.hubs[LEADER]
+    wait_for(lambda: log_has(leader, "multiplexer port %s:%d serving" %
+                             (NODES[LEADER], pool.mux_port)), 30, step=0.2,
+             what="the leader's multiplexer port")
+    t.check("the leader serves the multiplexer port on its node IP", True)
+    for n in FOLLOWERS:
+        url = "https://%s:%d" % (NODES[LEADER], pool.mux_port)
+        ok = wait_for(lambda n=n, url=url: log_has(pool.hubs[n], "leader hub %s: answers" % url),
+                      30, step=0.2, what="%s to find its leader" % n)
+        t.check("%s follows the leader and finds it answering" % n, ok)
+    t.check("the leader does not follow anyone",
+            not log_has(leader, "this hub follows"))
+
+
+def test_mux_port_auth(t, pool):
+    st, body = mux_request(pool, SERVICES, cert=pool.node_pem("node2"))
+    lst = json.loads(body) if st == 200 else {}
+    t.check("a follower's node certificate lists services on the multiplexer port",
+            st == 200 and "default/web" in names(lst), "%s %s" % (st, body[:200]))
+    t.check("... unfiltered: the discarded LoadBalancer is there for the follower to filter",
+            "default/lb-discard" in names(lst), names(lst))
+    st, _ = mux_request(pool, SERVICES)
+    t.check("no client certificate: 401 on the multiplexer port", st == 401, st)
+    admin = (os.path.join(pool.pki, "admin.crt"), os.path.join(pool.pki, "admin.key"))
+    st, _ = mux_request(pool, SERVICES, cert=admin)
+    t.check("a certificate of the cluster CA that is not a node's: 401", st == 401, st)
+    st, _ = mux_request(pool, "/api/v1/pods", cert=pool.node_pem("node3"))
+    t.check("not a pool-scope resource: 403", st == 403, st)
+    st, _ = mux_request(pool, "/api/v1/namespaces/default/services/web",
+                        cert=pool.node_pem("node3"))
+    t.check("a get, not a list or watch: 403", st == 403, st)
+
+
+def open_watchers(t, pool):
+    """kube-proxy and coredns on each follower list and watch services and slices."""
+    out = []
+    for n in FOLLOWERS:
+        hub = pool.hubs[n]
+        for ua in (KUBE_PROXY, COREDNS):
+            for path in (SERVICES, SLICES):
+                st, lst = hub_list(hub, path, ua)
+                if st != 200:
+                    t.check("%s: %s lists %s" % (n, ua.split("/")[0], path), False, st)
+                    continue
+                rv = lst["metadata"]["resourceVersion"]
+                sock, head, rest = open_watch(
+                    hub, path + "?watch=true&allowWatchBookmarks=true&resourceVersion=" + rv,
+                    ua)
+                out.append([n, ua.split("/")[0], path, sock, rest, lst])
+    return out
+
+
+def changed(evs, name):
+    return any(e.get("type") in ("ADDED", "MODIFIED") and
+               e["object"]["metadata"]["name"] == name for e in evs)
+
+
+def all_see(watchers, path, name, timeout=30):
+    ok = True
+    for w in watchers:
+        if w[2] != path:
+            continue
+        evs, _ = read_events(w[3], w[4], lambda e: changed(e, name), timeout)
+        w[4] = b""
+        ok = ok and changed(evs, name)
+    return ok
+
+
+def test_followers_through_leader(t, pool, watchers):
+    pool.double.control("POST", "/reset-counters")
+    watchers.extend(open_watchers(t, pool))
+    for n, comp, path, _, _, lst in watchers:
+        if path == SERVICES:
+            want = ["default/kubernetes", "default/web"] + (
+                [] if comp == "kube-proxy" else ["default/lb-discard"])
+            t.check("%s's %s lists the cloud's services after its filters" % (n, comp),
+                    names(lst) == sorted(want), names(lst))
+        else:
+            t.check("%s's %s lists the cloud's EndpointSlices" % (n, comp),
+                    names(lst) == ["default/web-abcde"], names(lst))
+    pool.double.put_object(service("added", labels={"app": "new"}))
+    pool.double.put_object(slice_for("added"))
+    t.check("every follower watcher gets the new service",
+            all_see(watchers, SERVICES, "added"))
+    t.check("every follower watcher gets the new EndpointSlice",
+            all_see(watchers, SLICES, "added-abcde"))
+    by_ua = pool.by_ua()
+    t.check("the followers' multiplexers sent nothing to the cloud",
+            all(by_ua.get("multiplexer-proxy-" + n, 0) == 0 for n in FOLLOWERS), by_ua)
+    t.check("no local component of a follower reached the cloud for them",
+            by_ua.get("kube-proxy", 0) == 0 and by_ua.get("coredns", 0) == 0, by_ua)
+
+
+def test_leader_killed_and_back(t, pool, watchers):
+    leader = pool.hubs[LEADER]
+    leader.stop(signal.SIGKILL)
+    pool.double.put_object(service("while-leader-down"))
+    t.check("with the leader killed, every follower watcher still gets the cloud's change",
+            all_see(watchers, SERVICES, "while-leader-down", timeout=40))
+    by_ua = pool.by_ua()
+    t.check("... through the followers' own multiplexers, from the cloud",
+            all(by_ua.get("multiplexer-proxy-" + n, 0) > 0 for n in FOLLOWERS), by_ua)
+    pool.start(LEADER)
+    url = "https://%s:%d" % (NODES[LEADER], pool.mux_port)
+
+    def back():
+        # the followers' probes (every 20 s) find it again
+        return all(log_has(pool.hubs[n], "leader hub %s: answers" % url) and
+                   log_text_count(pool.hubs[n], "leader hub %s: answers" % url) >= 2
+                   for n in FOLLOWERS)
+    t.check("the followers find the restarted leader", wait_for(back, 60, step=0.5,
+                                                               what="followers to return"))
+    seq = [0]
+
+    def only_through_leader():
+        seq[0] += 1
+        pool.double.control("POST", "/reset-counters")
+        name = "after-return-%d" % seq[0]
+        pool.double.put_object(service(name))
+        if not all_see(watchers, SERVICES, name, timeout=20):
+            return False
+        by = pool.by_ua()
+        return all(by.get("multiplexer-proxy-" + n, 0) == 0 for n in FOLLOWERS)
+    ok = wait_for(only_through_leader, 60, step=0.5, what="the followers back on the leader")
+    t.check("the followers' pool-scope traffic goes through the leader again", ok,
+            pool.by_ua())
+    for w in watchers:
+        w[3].close()
+
+
+def log_text_count(hub, text):
+    with open(hub.logpath, "rb") as f:
+        return f.read().decode(errors="replace").count(text)
+
+
+def main():
+    t = Suite("pool")
+    pool = Pool(t)
+    t.run(test_roles, pool)
+    t.run(test_mux_port_auth, pool)
+    watchers = []
+    t.run(test_followers_through_leader, pool, watchers)
+    t.run(test_leader_killed_and_back, pool, watchers)
+    sys.exit(t.finish())
+
+
+if __name__ == "__main__":
+    main()
