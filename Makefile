@@ -66,6 +66,7 @@ bench: build
 	/usr/bin/python3 bench/offline_bench.py $(BUILD)
 	/usr/bin/python3 bench/outage_bench.py $(BUILD)
 	/usr/bin/python3 bench/filter_bench.py $(BUILD)
+	/usr/bin/python3 bench/mux_bench.py $(BUILD)
 	$(BUILD)/bench/etcd_bench 10000 3 1000
 	bench/run-disk-bench.sh $(BUILD)/bench/disk_bench
 
