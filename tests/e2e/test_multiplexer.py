@@ -1,6 +1,7 @@
-"""End to end: the multiplexer (issue 14, docs/sharing.md).  Several
-components of one node (kubelet, kube-proxy, coredns, flanneld) list and
-watch services and EndpointSlices through one hub:
+"""End to end: the multiplexer (issue 14, docs/sharing.md).  Six
+components of one node (kubelet, kube-proxy, coredns, flanneld,
+raven-agent-ds, node-problem-detector) list and watch services and
+EndpointSlices through one hub:
 
 - the test double sees one upstream watch per resource, from
   multiplexer-proxy-node1, however many local watchers there are;
@@ -11,6 +12,8 @@ watch services and EndpointSlices through one hub:
   ERROR 410; list selectors and namespaces are honoured;
 - a 410 to the multiplexer's upstream watch (a compacted history) makes it
   relist once, and its local watchers carry on with the change as an event;
+- a custom resource named pool-scope (Widgets) is shared the same way;
+  one the cloud does not serve is a 404, by the ordinary path;
 - offline, after a restart of the hub, the lists are served from what the
   multiplexer's upstream cached on disk.
 """
@@ -29,6 +32,8 @@ UAS = {
     "kube-proxy": "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef",
     "coredns": "coredns/1.11.3 (linux/amd64) kubernetes/abcdef",
     "flanneld": "flanneld/0.25.1",
+    "raven-agent-ds": "raven-agent-ds/v0.4.1",
+    "node-problem-detector": "node-problem-detector/v0.8.19",
 }
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
@@ -208,6 +213,51 @@ def test_upstream_expired(t, double, hub):
             set(by_ua) <= {"multiplexer-proxy-node1", "yurthub"}, by_ua)
 
 
+WIDGETS = "/apis/example.com/v1/widgets"
+
+
+def widget(name):
+    return {"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": name, "namespace": "default", "labels": {"color": "grey"}},
+            "spec": {"size": 4, "color": "grey"}}
+
+
+def test_crd(t, double):
+    """A custom resource named pool-scope (the double's example.com Widgets,
+    a kind the hub has never heard of) is shared like the built-in ones; one
+    the cloud does not serve takes the ordinary path (404)."""
+    double.control("POST", "/reset-counters")
+    hub = Hub(t.workdir, [double.url], name="hub-crd", extra=[
+        "--pool-scope-resources=/v1/services,example.com/v1/widgets,example.com/v1/gadgets"])
+    t.cleanups.append(hub.stop)
+    cloud = names(cloud_list(double, WIDGETS))
+    lists = []
+    for comp in ("kubelet", "coredns", "flanneld"):
+        st, _, lst = hub_list(hub, WIDGETS, UAS[comp])
+        lists.append(lst)
+        t.check("%s lists Widgets (a CRD) through the multiplexer" % comp,
+                st == 200 and names(lst) == cloud and lst.get("kind") == "WidgetList",
+                "%s %s" % (st, lst if not isinstance(lst, dict) else (lst.get("kind"),
+                                                                       names(lst))))
+    vp = double.state()["requests_by_verb_path"]
+    t.check("... from one upstream list (and this test's own)", vp.get("list " + WIDGETS) == 2,
+            vp)
+    rv = lists[0]["metadata"]["resourceVersion"]
+    sock, _, rest = open_watch(hub, WIDGETS + "?watch=true&resourceVersion=" + rv,
+                               UAS["coredns"])
+    double.put_object(widget("widget-grey"))
+    evs, _ = read_events(sock, rest, lambda e: any(
+        x["object"]["metadata"]["name"] == "widget-grey" for x in e), 15)
+    t.check("a watch of the CRD gets the new object, with its kind",
+            any(e["type"] == "ADDED" and e["object"]["metadata"]["name"] == "widget-grey" and
+                e["object"].get("kind") == "Widget" for e in evs), evs[:2])
+    sock.close()
+    st, _, _ = hub_list(hub, "/apis/example.com/v1/gadgets", UAS["coredns"])
+    t.check("a pool-scope resource the cloud does not serve: 404 as from the cloud",
+            st == 404, st)
+    hub.stop()
+
+
 def test_offline_restart(t, double, hub):
     hub.stop()
     double.cut()
@@ -235,6 +285,7 @@ def main():
     t.run(test_lists, double, hub)
     t.run(test_watches, double, hub)
     t.run(test_upstream_expired, double, hub)
+    t.run(test_crd, double)
     t.run(test_offline_restart, double, hub)
     sys.exit(t.finish())
 
