@@ -34,7 +34,10 @@ int request_begin(struct request *req, const char *method)
 	req->component = cache_component(request_header(req, MHD_HTTP_HEADER_USER_AGENT));
 	if (!req->component)
 		return -1;
-	req->hub_own = !strcmp(req->component, "yurthub");
+	/* the hub's own informers, and its multiplexer's upstream (or, on a
+	 * leader's multiplexer port, another hub's) */
+	req->hub_own = !strcmp(req->component, "yurthub") ||
+		       !strncmp(req->component, "multiplexer-proxy-", 18);
 	return 0;
 }
 

@@ -31,7 +31,9 @@ struct request {
 	struct buf body;
 	size_t body_held; /* of the hub's body budget (http/limits.h) */
 	bool started, is_watch;
-	bool hub_own; /* the hub's own informers (component yurthub): not in the gauges */
+	/* the hub's own informers (component yurthub) and multiplexer upstreams
+	 * (multiplexer-proxy-*): not in the gauges */
+	bool hub_own;
 	bool body_too_large, body_no_room; /* refused: over LIMIT_BODY, LIMIT_BODIES */
 	bool counted;			   /* against --max-requests-in-flight */
 	struct timespec t0;

@@ -461,7 +461,10 @@ static int watch_event(void *ud, const struct watch_event *ev)
 		return 1; /* the watch is over; what follows is not trusted */
 	}
 	r->events++;
-	if (set_rv(inf, ev->object.resource_version) < 0) {
+	/* an event without a usable resourceVersion ("0" in a bookmark of a
+	 * server that knows none) must not send the next watch back to 0,
+	 * which asks for everything again as ADDED, out of order */
+	if (ev->object.rv && set_rv(inf, ev->object.resource_version) < 0) {
 		r->oom = true;
 		return 1;
 	}

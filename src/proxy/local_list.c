@@ -666,6 +666,11 @@ int local_watch(struct proxy *p, struct request *req)
 	if (w->counted)
 		atomic_fetch_add(&p->metrics->open_watches, 1);
 	w->g.p = p;
+	/* no view to say where it is: the client's own resourceVersion, so that
+	 * a bookmark never sends it back */
+	if (!view_rv && *ri->resource_version &&
+	    kube_rv_parse(ri->resource_version, strlen(ri->resource_version), &view_rv) < 0)
+		view_rv = 0;
 	w->g.view_rv = view_rv;
 	w->initial_end = ri->send_initial_events_set && ri->send_initial_events;
 	w->bookmarks = ri->allow_watch_bookmarks;

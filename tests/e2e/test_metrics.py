@@ -405,8 +405,11 @@ def test_overflow_of_components(t, double, hub):
 # own informers (docs/filters.md) read, as yurthub, what its filters need: the
 # same lists here add nothing to what they hold
 YURTHUB = "yurthub/0.1.0"
-CACHED_LISTS = [(KUBELET, p) for p in LISTS] + [(KUBE_PROXY, "/api/v1/services")] + [
-    (YURTHUB, "/api/v1/services"), (YURTHUB, "/api/v1/nodes?fieldSelector=metadata.name%3Dnode1"),
+# Services are pool-scope: kube-proxy's and the hub's own lists of them come from the
+# multiplexer, whose upstream (multiplexer-proxy-node1) is what is cached, once.
+CACHED_LISTS = [(KUBELET, p) for p in LISTS] + [
+    ("multiplexer-proxy-node1", "/api/v1/services"),
+    (YURTHUB, "/api/v1/nodes?fieldSelector=metadata.name%3Dnode1"),
     (YURTHUB, "/api/v1/namespaces/kube-system/configmaps?labelSelector="
      "openyurt.io%2Fconfigmap-name%3Dyurt-hub-cfg"),
     (YURTHUB, "/apis/apps.openyurt.io/v1beta2/nodepools")]
