@@ -202,6 +202,12 @@ static char *own_proxy_url(const struct config *cfg)
 	return str_printf("http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", cfg->proxy_port);
 }
 
+/* The store refused a write: the multiplexer's upstream lists again. */
+static void store_refused(void *ctx, const char *component, const char *path)
+{
+	multiplexer_store_failed(ctx, component, path);
+}
+
 /* The informers' epoch: the cloud's health changed (informer.h). */
 static unsigned long cloud_epoch(void *ctx)
 {
@@ -256,6 +262,8 @@ static int start_multiplexer(struct hub *h)
 	if (!h->proxy.mux)
 		return -1;
 	multiplexer_set_cloud(h->proxy.mux, &h->upstream, cloud_epoch, h->health);
+	if (h->cache)
+		cache_manager_on_failure(h->cache, store_refused, h->proxy.mux);
 	/* the pool's leader-hub configmap is read first (hub_pool_apply) */
 	multiplexer_hold(h->proxy.mux, MUX_HOLD_FOR_POOL_MS);
 	return 0;

@@ -105,6 +105,9 @@ struct cache_manager {
 	struct parked parked[PARKED_MAX];
 	int park_seconds; /* PARK_SECONDS; tests set it */
 	struct store_trouble trouble;
+	/* told of every write the store refused (cache_manager_on_failure) */
+	void (*on_failure)(void *ctx, const char *component, const char *path);
+	void *on_failure_ctx;
 };
 
 /* ---- streams ---- */
@@ -271,6 +274,8 @@ static void note_failure(struct cache_manager *cm, enum cache_op op, enum store_
 {
 	if (!store_broken(e))
 		return;
+	if (cm->on_failure)
+		cm->on_failure(cm->on_failure_ctx, st->component, st->path);
 	int err = e == STORE_IO ? store_errno() : 0;
 	struct store_trouble *tr = &cm->trouble;
 	time_t now = mono_seconds();
@@ -617,6 +622,14 @@ static void *worker_main(void *p)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
+}
+
+void cache_manager_on_failure(struct cache_manager *cm,
+			      void (*fn)(void *ctx, const char *component, const char *path),
+			      void *ctx)
+{
+	cm->on_failure = fn;
+	cm->on_failure_ctx = ctx;
 }
 
 struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int workers)

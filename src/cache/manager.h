@@ -36,6 +36,13 @@ struct cache_manager;
 struct cache_tee;
 
 struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int workers);
+/* Before the first response: fn is called, from a worker's thread, for every
+ * write the store refuses (a broken store: I/O, full, down), with the
+ * response's component and path: a consumer that can ask again (the
+ * multiplexer's upstream) makes its view whole again that way. */
+void cache_manager_on_failure(struct cache_manager *cm,
+			      void (*fn)(void *ctx, const char *component, const char *path),
+			      void *ctx);
 /* Finish queued work (or drop it after a short grace), stop the workers. */
 void cache_manager_free(struct cache_manager *cm);
 /* Block until every job queued so far is done (tests, shutdown). */

@@ -55,6 +55,7 @@
 #define PAUSE_FIRST_MS	   1000u
 #define PAUSE_MAX_MS	   30000u
 #define NOT_SERVED_MS	   60000u /* a resource the cloud does not serve: list again */
+#define RELIST_MIN_MS	   10000u /* between lists informer_relist() asks for */
 #define EPOCH_POLL_MS	   250u	  /* how often a pause looks at spec.epoch */
 #define WATCH_MIN_S	   300	  /* timeoutSeconds in [300, 600), as client-go */
 #define WATCH_SPAN_S	   300
@@ -75,6 +76,8 @@ struct informer {
 	pthread_mutex_t lock; /* guards nothing but the pauses' waits */
 	pthread_cond_t wake;  /* CLOCK_MONOTONIC */
 	atomic_bool stop, synced;
+	atomic_bool relist_wanted; /* informer_relist: list again, at most every RELIST_MIN_MS */
+	bool watching; /* the informer's thread only: a relist ends a watch, not a list */
 
 	/* the informer's thread only */
 	unsigned int seed;
@@ -189,7 +192,8 @@ static int xferinfo(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t u
 	(void)ultotal;
 	(void)ulnow;
 	struct informer *inf = ud;
-	return atomic_load(&inf->stop) ? 1 : 0;
+	return atomic_load(&inf->stop) || (inf->watching && atomic_load(&inf->relist_wanted)) ? 1
+											      : 0;
 }
 
 /* An easy handle for url with what every request of ours sets; NULL on
@@ -238,7 +242,8 @@ static CURLcode run(struct informer *inf, CURL *e, struct curl_slist *headers)
 			}
 		if (done)
 			break;
-		if (atomic_load(&inf->stop)) {
+		if (atomic_load(&inf->stop) ||
+		    (inf->watching && atomic_load(&inf->relist_wanted))) {
 			res = CURLE_ABORTED_BY_CALLBACK;
 			break;
 		}
@@ -540,13 +545,17 @@ static enum outcome do_watch(struct informer *inf, long *open_ms, size_t *events
 		o = watch_end(inf, WATCH_BROKEN, "out of memory");
 		goto out;
 	}
+	inf->watching = true;
 	CURLcode res = run(inf, r.e, h);
+	inf->watching = false;
 	*open_ms = now_ms() - t0;
 	*events = r.events;
 	if (!r.code && res == CURLE_OK)
 		r.code = body_code(r.e);
 	if (atomic_load(&inf->stop)) {
 		o = STOPPED;
+	} else if (atomic_load(&inf->relist_wanted)) {
+		o = watch_end(inf, WATCH_EXPIRED, "a list is wanted (informer_relist)");
 	} else if (r.oom) {
 		o = watch_end(inf, WATCH_FAILED, "out of memory");
 	} else if (r.error_code) {
@@ -597,9 +606,19 @@ static void *informer_main(void *arg)
 {
 	struct informer *inf = arg;
 	bool need_list = true;
+	long last_list_ms = 0;
 	while (!atomic_load(&inf->stop)) {
 		unsigned wait = 0;
+		if (atomic_load(&inf->relist_wanted)) {
+			long since = now_ms() - last_list_ms;
+			if (last_list_ms && since < (long)RELIST_MIN_MS &&
+			    !pause_plain(inf, (unsigned)(RELIST_MIN_MS - since)))
+				break;
+			atomic_store(&inf->relist_wanted, false);
+			need_list = true;
+		}
 		if (need_list) {
+			last_list_ms = now_ms();
 			enum outcome o = do_list(inf);
 			if (o == STOPPED)
 				break;
@@ -708,6 +727,15 @@ struct informer *informer_start(const char *base_url, const char *user_agent,
 bool informer_synced(const struct informer *inf)
 {
 	return atomic_load(&((struct informer *)inf)->synced);
+}
+
+void informer_relist(struct informer *inf)
+{
+	if (!inf || atomic_exchange(&inf->relist_wanted, true))
+		return;
+	if (curl_multi_wakeup(inf->multi) != CURLM_OK)
+		log_v(1, "informer %s: cannot wake its transfer; it lists within a second",
+		      inf->what);
 }
 
 void informer_stop(struct informer *inf)

@@ -89,6 +89,10 @@ struct informer *informer_start(const char *base_url, const char *user_agent,
 				const struct informer_spec *spec);
 /* A first list has completed (or was a 404).  Atomic: any thread. */
 bool informer_synced(const struct informer *inf);
+/* List again (the watch in progress ends), at once or RELIST_MIN_MS after
+ * the last list, whichever is later: what the consumer keeps from it was
+ * not all kept (the store failed).  Any thread. */
+void informer_relist(struct informer *inf);
 /* Stop: the transfer in progress is abandoned and a pause cut short, so
  * this returns within a few milliseconds plus the callback running at the
  * time; joins the thread and frees.  NULL is fine. */

@@ -522,6 +522,25 @@ void mux_request_free(struct mux_request *r)
 	memset(r, 0, sizeof *r);
 }
 
+void multiplexer_store_failed(struct multiplexer *m, const char *component, const char *path)
+{
+	if (!m || strcasecmp(component, m->component))
+		return;
+	pthread_mutex_lock(&m->lock);
+	for (size_t i = 0; i < m->n; i++) {
+		struct mux_resource *r = m->res[i];
+		size_t n = strlen(r->path);
+		if (r->inf && !strncmp(path, r->path, n) && (path[n] == '?' || !path[n])) {
+			log_v(1,
+			      "multiplexer %s: the store refused a write of its upstream: "
+			      "it lists again",
+			      r->path);
+			informer_relist(r->inf);
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+}
+
 size_t mux_hand_out(const struct buf *b, size_t *off, char *out, size_t max)
 {
 	size_t n = b->len - *off;

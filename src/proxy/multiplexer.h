@@ -67,6 +67,12 @@ void multiplexer_free(struct multiplexer *m);
  * 0, or -1 when one could not be added (logged; the others are). */
 int multiplexer_set_resources(struct multiplexer *m, const char *const *gvrs, size_t n);
 
+/* The store refused a write of component's answer to path (the cache
+ * manager's on_failure): when it is the multiplexer's own upstream, its
+ * disk copy misses something, and the upstream lists again (every 10 s at
+ * most, until a list is stored whole). */
+void multiplexer_store_failed(struct multiplexer *m, const char *component, const char *path);
+
 /* Whether req is the multiplexer's own upstream list or watch of a
  * pool-scope resource (which a follower sends to its pool's leader). */
 bool multiplexer_is_upstream(struct multiplexer *m, const struct request *req);

@@ -10,7 +10,7 @@
  *   rv X too old     one ERROR event, 410 Expired: the client relists
  *   rv X too new     waits up to 3 s for the cache, else 504
  *   allowWatchBookmarks  a BOOKMARK at the watcher's progress after 30 s
- *                    without a delivery
+ *                        without a delivery, even when it has not moved
  *
  * The watch ends at timeoutSeconds (else a random time in [min, 2 min) of
  * --min-request-timeout, as offline watches), when the client leaves, when
@@ -43,6 +43,8 @@ struct watch_answer {
 	int client_fd;
 	bool counted; /* in the open-watches gauge */
 	bool done;
+	bool bookmarks;		 /* allowWatchBookmarks */
+	int64_t last_written_ms; /* of the last event or bookmark */
 	struct buf raw; /* the events as the cache gives them */
 	struct buf out; /* what the client gets */
 	size_t off;
@@ -119,10 +121,17 @@ static int next_event(struct watch_answer *a)
 	case MUX_OK: {
 		int rc = write_event(a, &d);
 		mux_obj_unref(d.obj);
+		a->last_written_ms = now_ms();
 		return rc;
 	}
 	case MUX_TIMEOUT:
 		a->done = over(a);
+		/* a heartbeat while nothing moves (the cloud out of reach): the
+		 * client's silence detector, like kube-apiserver's bookmarks */
+		if (!a->done && a->bookmarks && now_ms() - a->last_written_ms >= BOOKMARK_MS) {
+			a->last_written_ms = now_ms();
+			return write_bookmark(a, mux_watcher_progress(a->w));
+		}
 		return 0;
 	case MUX_EXPIRED:
 		a->done = true;
@@ -217,6 +226,8 @@ int mux_answer_watch(struct proxy *p, struct request *req, struct mux_request *r
 	a->p = p;
 	a->req = r;
 	a->client_fd = request_client_fd(req);
+	a->bookmarks = req->ri.allow_watch_bookmarks;
+	a->last_written_ms = now_ms();
 	a->deadline_ms =
 	    now_ms() + 1000 * (int64_t)local_watch_seconds(&req->ri, p->min_request_timeout);
 	uint64_t from;
