@@ -63,15 +63,15 @@ struct multiplexer {
 	bool closed;
 	unsigned long (*epoch)(void *);
 	void *epoch_ctx;
-	struct upstream *up;	 /* whether the cloud is reachable; NULL: assume so */
-	long long hold_until_ms; /* no upstream starts before (0: none) */
+	struct upstream *up;   /* whether the cloud is reachable; NULL: assume so */
+	int64_t hold_until_ms; /* no upstream starts before (0: none) */
 };
 
-static long long now_ms(void)
+int64_t mux_clock_ms(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
 /* ---- the upstream: an informer feeding a shared cache ---- */
@@ -202,7 +202,7 @@ static int start_resource(struct multiplexer *m, struct mux_resource *r)
 		return -1;
 	if (!r->cache && !(r->cache = mux_cache_new(NULL)))
 		return -1;
-	if (m->hold_until_ms && now_ms() < m->hold_until_ms)
+	if (m->hold_until_ms && mux_clock_ms() < m->hold_until_ms)
 		return 0; /* its clients wait (wait_first_list starts it) */
 	m->hold_until_ms = 0;
 	struct informer_spec spec = {.path = r->path,
@@ -386,7 +386,7 @@ void multiplexer_set_cloud(struct multiplexer *m, struct upstream *up,
 void multiplexer_hold(struct multiplexer *m, long ms)
 {
 	pthread_mutex_lock(&m->lock);
-	m->hold_until_ms = now_ms() + ms;
+	m->hold_until_ms = mux_clock_ms() + ms;
 	pthread_mutex_unlock(&m->lock);
 }
 

@@ -45,18 +45,11 @@ struct watch_answer {
 	bool done;
 	bool bookmarks;		 /* allowWatchBookmarks */
 	int64_t last_written_ms; /* of the last event or bookmark */
-	struct buf raw; /* the events as the cache gives them */
-	struct buf out; /* what the client gets */
+	struct buf raw;		 /* the events as the cache gives them */
+	struct buf out;		 /* what the client gets */
 	size_t off;
 	struct rewrite *rw; /* NULL: no filters for this client */
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static int to_client(void *ctx, const char *data, size_t len)
 {
@@ -107,7 +100,7 @@ static int write_expired(struct watch_answer *a)
  * the client left)? */
 static bool over(struct watch_answer *a)
 {
-	return atomic_load(&a->p->stopping) || now_ms() >= a->deadline_ms ||
+	return atomic_load(&a->p->stopping) || mux_clock_ms() >= a->deadline_ms ||
 	       local_client_left(a->client_fd);
 }
 
@@ -121,15 +114,16 @@ static int next_event(struct watch_answer *a)
 	case MUX_OK: {
 		int rc = write_event(a, &d);
 		mux_obj_unref(d.obj);
-		a->last_written_ms = now_ms();
+		a->last_written_ms = mux_clock_ms();
 		return rc;
 	}
 	case MUX_TIMEOUT:
 		a->done = over(a);
 		/* a heartbeat while nothing moves (the cloud out of reach): the
 		 * client's silence detector, like kube-apiserver's bookmarks */
-		if (!a->done && a->bookmarks && now_ms() - a->last_written_ms >= BOOKMARK_MS) {
-			a->last_written_ms = now_ms();
+		if (!a->done && a->bookmarks &&
+		    mux_clock_ms() - a->last_written_ms >= BOOKMARK_MS) {
+			a->last_written_ms = mux_clock_ms();
 			return write_bookmark(a, mux_watcher_progress(a->w));
 		}
 		return 0;
@@ -227,9 +221,9 @@ int mux_answer_watch(struct proxy *p, struct request *req, struct mux_request *r
 	a->req = r;
 	a->client_fd = request_client_fd(req);
 	a->bookmarks = req->ri.allow_watch_bookmarks;
-	a->last_written_ms = now_ms();
+	a->last_written_ms = mux_clock_ms();
 	a->deadline_ms =
-	    now_ms() + 1000 * (int64_t)local_watch_seconds(&req->ri, p->min_request_timeout);
+	    mux_clock_ms() + 1000 * (int64_t)local_watch_seconds(&req->ri, p->min_request_timeout);
 	uint64_t from;
 	int rc = 0;
 	if (start_rv(&req->ri, &from) < 0) {
