@@ -45,6 +45,7 @@ py:tests/e2e/test_outage.py
 py:tests/e2e/test_filters.py
 py:tests/e2e/test_multiplexer.py
 py:tests/e2e/test_pool.py
+py:tests/e2e/test_autonomy.py
 py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
 py:tests/e2e/test_hostile_upstream.py

@@ -10,6 +10,7 @@
  */
 #include "hub.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -19,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/autonomy.h"
 #include "cache/cacheable.h"
 #include "cluster/cluster.h"
 #include "proxy/multiplexer.h"
@@ -144,6 +146,50 @@ static void log_startup(const struct config *cfg)
 
 /* ---- the serve port: /v1/healthz, /v1/readyz, /metrics ---- */
 
+static bool mux_shares(void *ctx, const char *group, const char *version, const char *resource)
+{
+	return multiplexer_shares(ctx, group, version, resource);
+}
+
+/* Judge the node's autonomy now (cache/autonomy.h), for the gauge and
+ * /v1/readyz?verbose. */
+static bool judge_autonomy(struct hub *h, char *why, size_t whylen)
+{
+	char *mux = h->proxy.mux ? str_printf("multiplexer-proxy-%s", h->cfg->node_name) : NULL;
+	for (char *c = mux; c && *c; c++)
+		*c = (char)tolower((unsigned char)*c);
+	struct autonomy_inputs in = {.store = h->store,
+				     .cache = h->cache,
+				     .node_name = h->cfg->node_name,
+				     .mux_component = mux,
+				     .is_shared = mux ? mux_shares : NULL,
+				     .ctx = h->proxy.mux};
+	bool ok = autonomy_check(&in, why, whylen);
+	free(mux);
+	atomic_store(&h->metrics.autonomy_ready, ok ? 1 : 0);
+	return ok;
+}
+
+/* /v1/readyz?verbose: each check on a line, as kube-apiserver's, and the
+ * autonomy verdict, which does not make the hub unready. */
+static int readyz_verbose(struct hub *h, struct request *req, int code, const char *failed)
+{
+	char why[256];
+	bool autonomous = judge_autonomy(h, why, sizeof why);
+	struct buf b = BUF_INIT;
+	int rc = buf_printf(&b, "%s\n[%c]autonomy %s%s\nreadyz check %s\n",
+			    failed ? failed : "[+]store ok\n[+]identity ok\n[+]filters ok",
+			    autonomous ? '+' : '-',
+			    autonomous ? "ok" : "not ready: ", autonomous ? "" : why,
+			    code == 200 ? "passed" : "failed");
+	if (rc < 0) {
+		buf_free(&b);
+		return -1;
+	}
+	size_t len = b.len;
+	return reply_bytes(req, code, buf_steal(&b), len, "text/plain; charset=utf-8");
+}
+
 static int hub_endpoint(void *ctx, struct request *req)
 {
 	struct hub *h = ctx;
@@ -154,19 +200,29 @@ static int hub_endpoint(void *ctx, struct request *req)
 	if (n == 9 && !strncmp(path, "/v1/token", n))
 		return hub_identity_token_endpoint(&h->identity, req);
 	if (n == 10 && !strncmp(path, "/v1/readyz", n)) {
+		bool verbose = strstr(path + n, "verbose") != NULL;
 		const char *why = hub_identity_not_ready(&h->identity);
+		const char *failed = NULL;
 		if (!atomic_load(&h->ready))
-			return reply_text(req, 503, "the store is not ready");
-		if (why) /* nothing to answer with yet, online or not */
-			return reply_text(req, 503, why);
+			failed = "[-]store: not ready";
+		else if (why) /* nothing to answer with yet, online or not */
+			failed = why;
 		/* online, the filters need what the cloud says first; offline,
 		 * what is cached is all there is */
-		if (h->cluster && !cluster_synced(h->cluster) && upstream_any_healthy(&h->upstream))
-			return reply_text(req, 503,
-					  "the filters' view of the cluster is not synced");
-		return reply_text(req, 200, "OK");
+		else if (h->cluster && !cluster_synced(h->cluster) &&
+			 upstream_any_healthy(&h->upstream))
+			failed = "the filters' view of the cluster is not synced";
+		if (verbose && atomic_load(&h->ready))
+			return readyz_verbose(h, req, failed ? 503 : 200, failed);
+		if (!atomic_load(&h->ready))
+			return reply_text(req, 503, "the store is not ready");
+		return failed ? reply_text(req, 503, failed) : reply_text(req, 200, "OK");
 	}
 	if (n == 8 && !strncmp(path, "/metrics", n)) {
+		if (atomic_load(&h->ready)) {
+			char why[256];
+			judge_autonomy(h, why, sizeof why);
+		}
 		struct buf b = BUF_INIT;
 		if (metrics_render(&h->metrics, &b) < 0) {
 			buf_free(&b);

@@ -624,6 +624,11 @@ static void *worker_main(void *p)
 	return NULL;
 }
 
+bool cache_manager_store_failing(struct cache_manager *cm)
+{
+	return atomic_load(&cm->trouble.failing);
+}
+
 void cache_manager_on_failure(struct cache_manager *cm,
 			      void (*fn)(void *ctx, const char *component, const char *path),
 			      void *ctx)

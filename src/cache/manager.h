@@ -43,6 +43,9 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 void cache_manager_on_failure(struct cache_manager *cm,
 			      void (*fn)(void *ctx, const char *component, const char *path),
 			      void *ctx);
+/* The store's last write failed (it is broken: I/O, full, down), and none
+ * has succeeded since. */
+bool cache_manager_store_failing(struct cache_manager *cm);
 /* Finish queued work (or drop it after a short grace), stop the workers. */
 void cache_manager_free(struct cache_manager *cm);
 /* Block until every job queued so far is done (tests, shutdown). */

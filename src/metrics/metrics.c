@@ -50,6 +50,7 @@ int metrics_init(struct metrics *m)
 	clock_gettime(CLOCK_REALTIME, &now);
 	m->start_time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 	atomic_store(&m->cached_objects, -1);
+	atomic_store(&m->autonomy_ready, -1);
 	m->priv = calloc(1, sizeof *m->priv);
 	if (!m->priv)
 		return -1;
@@ -361,6 +362,21 @@ static int render_cached_objects(struct buf *o, struct metrics *m)
 	return rc;
 }
 
+/* Like the object count: the sample once the hub has judged (at each
+ * scrape, and at each /v1/readyz). */
+static int render_autonomy(struct buf *o, struct metrics *m)
+{
+	int v = atomic_load(&m->autonomy_ready);
+	int rc = buf_append_str(
+	    o, "# HELP yurthub_autonomy_ready 1 when this node can run without the cloud: "
+	       "kubelet's pods and node, and kube-proxy's and coredns's lists, are cached and "
+	       "the store takes writes; 0 otherwise (/v1/readyz?verbose says why).\n"
+	       "# TYPE yurthub_autonomy_ready gauge\n");
+	if (rc == 0 && v >= 0)
+		rc = buf_printf(o, "yurthub_autonomy_ready %d\n", v);
+	return rc;
+}
+
 /* The hub's version, and the standard process_* families (what the Go and
  * Python clients export): read at each scrape, a few syscalls. */
 static int render_process(struct buf *o, struct metrics *m)
@@ -433,6 +449,7 @@ int metrics_render(struct metrics *m, struct buf *o)
 				"Bytes of responses waiting to be written to the store.",
 				atomic_load(&m->cache_queue_bytes));
 	rc = rc ? rc : render_cached_objects(o, m);
+	rc = rc ? rc : render_autonomy(o, m);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_requests_in_flight", "gauge",
 				"Proxy requests being served now (watches included; the hub's own "

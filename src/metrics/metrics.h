@@ -69,6 +69,8 @@ struct metrics {
 	 * components hold counts twice), set by the hub's housekeeping; -1
 	 * until the first count, and the sample is left out until then */
 	_Atomic int64_t cached_objects;
+	/* cache/autonomy.h's verdict, 1 or 0; -1 before the first (left out) */
+	atomic_int autonomy_ready;
 
 	/* process_start_time_seconds: Unix time of metrics_init() */
 	double start_time;

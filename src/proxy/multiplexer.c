@@ -466,6 +466,21 @@ static bool cache_can_answer(const struct request *req)
 	       wants_objects(req);
 }
 
+bool multiplexer_shares(struct multiplexer *m, const char *group, const char *version,
+			const char *resource)
+{
+	if (!m)
+		return false;
+	struct request_info ri = {0}; /* named_resource reads these three only */
+	ri.api_group = (char *)group;
+	ri.api_version = (char *)version;
+	ri.resource = (char *)resource;
+	pthread_mutex_lock(&m->lock);
+	bool yes = named_resource(m, &ri) != NULL;
+	pthread_mutex_unlock(&m->lock);
+	return yes;
+}
+
 bool multiplexer_is_upstream(struct multiplexer *m, const struct request *req)
 {
 	if (!m || !is_list_or_watch(&req->ri) || strcasecmp(req->component, m->component))

@@ -73,6 +73,11 @@ int multiplexer_set_resources(struct multiplexer *m, const char *const *gvrs, si
  * most, until a list is stored whole). */
 void multiplexer_store_failed(struct multiplexer *m, const char *component, const char *path);
 
+/* Whether group/version/resource is pool-scope now (shared, and cached as
+ * the multiplexer's upstream). */
+bool multiplexer_shares(struct multiplexer *m, const char *group, const char *version,
+			const char *resource);
+
 /* Whether req is the multiplexer's own upstream list or watch of a
  * pool-scope resource (which a follower sends to its pool's leader). */
 bool multiplexer_is_upstream(struct multiplexer *m, const struct request *req);
