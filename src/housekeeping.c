@@ -31,6 +31,9 @@ struct housekeeping {
 	struct store *store;
 	struct metrics *metrics;
 	bool etcd_gc;
+	/* housekeeping_every's chore, under mu */
+	void (*extra)(void *ctx);
+	void *extra_ctx;
 };
 
 static void count_objects(struct housekeeping *k)
@@ -72,6 +75,18 @@ static void trim_memory(struct housekeeping *k)
 	}
 }
 
+#define EXTRA_INTERVAL_S 10
+
+static void run_extra(struct housekeeping *k)
+{
+	pthread_mutex_lock(&k->mu);
+	void (*fn)(void *) = k->extra;
+	void *ctx = k->extra_ctx;
+	pthread_mutex_unlock(&k->mu);
+	if (fn)
+		fn(ctx);
+}
+
 /* The chores, each with its own period and absolute deadline, so that a
  * wakeup for one (or a spurious one) does not push another back. */
 struct chore {
@@ -93,6 +108,7 @@ static void *housekeeping_main(void *arg)
 	    {count_objects, COUNT_FIRST_S, COUNT_INTERVAL_S, false, {0, 0}},
 	    {etcd_gc, ETCD_GC_INTERVAL_S, ETCD_GC_INTERVAL_S, true, {0, 0}},
 	    {trim_memory, TRIM_INTERVAL_S, TRIM_INTERVAL_S, false, {0, 0}},
+	    {run_extra, COUNT_FIRST_S, EXTRA_INTERVAL_S, false, {0, 0}},
 	};
 	size_t n = sizeof chores / sizeof chores[0];
 	struct timespec now;
@@ -161,6 +177,14 @@ struct housekeeping *housekeeping_start(struct store *s, struct metrics *m, bool
 		return NULL;
 	}
 	return k;
+}
+
+void housekeeping_every(struct housekeeping *k, void (*fn)(void *ctx), void *ctx)
+{
+	pthread_mutex_lock(&k->mu);
+	k->extra = fn;
+	k->extra_ctx = ctx;
+	pthread_mutex_unlock(&k->mu);
 }
 
 void housekeeping_stop(struct housekeeping *k)

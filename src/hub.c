@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cache/autonomy.h"
 #include "cache/cacheable.h"
@@ -67,6 +68,11 @@ struct hub {
 	struct hub_pool pool;		   /* the pool's leader hub */
 	char *proxy_url, *hub_port;	   /* the cluster's settings */
 	atomic_bool ready;		   /* the store has recovered */
+	/* the autonomy condition last reported to the cloud (housekeeping's
+	 * thread only) */
+	int reported_autonomy; /* -1 never, 0, 1 */
+	char reported_why[256];
+	time_t reported_at, autonomy_since;
 };
 
 static const char *nonempty(const char *s)
@@ -168,6 +174,74 @@ static bool judge_autonomy(struct hub *h, char *why, size_t whylen)
 	free(mux);
 	atomic_store(&h->metrics.autonomy_ready, ok ? 1 : 0);
 	return ok;
+}
+
+/* The node's condition AutonomyState (OpenYurt's name for it), sent as a
+ * strategic merge patch of its status while the cloud is reachable: when
+ * the verdict changes, and every AUTONOMY_REPORT_S as a heartbeat. */
+#define AUTONOMY_REPORT_S 300
+
+static void utc_time(char *out, size_t n, time_t t)
+{
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(out, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, n, "1970-01-01T00:00:00Z");
+}
+
+static void report_autonomy(void *ctx)
+{
+	struct hub *h = ctx;
+	char why[256];
+	bool ok = judge_autonomy(h, why, sizeof why);
+	if (!upstream_any_healthy(&h->upstream))
+		return;
+	time_t now = time(NULL);
+	bool changed = h->reported_autonomy != (ok ? 1 : 0) || strcmp(why, h->reported_why);
+	if (!changed && now - h->reported_at < AUTONOMY_REPORT_S)
+		return;
+	if (h->reported_autonomy != (ok ? 1 : 0) || !h->autonomy_since)
+		h->autonomy_since = now;
+	char hb[32], since[32];
+	utc_time(hb, sizeof hb, now);
+	utc_time(since, sizeof since, h->autonomy_since);
+	struct buf body = BUF_INIT, uri = BUF_INIT;
+	int rc = buf_printf(&body,
+			    "{\"status\":{\"conditions\":[{\"type\":\"AutonomyState\","
+			    "\"status\":\"%s\",\"reason\":\"%s\",\"message\":",
+			    ok ? "True" : "False", ok ? "AutonomyReady" : "AutonomyNotReady");
+	rc = rc ? rc
+		: buf_append_json_str(
+		      &body, ok ? "what the node needs to run on its own is cached" : why,
+		      strlen(ok ? "what the node needs to run on its own is cached" : why));
+	rc = rc ? rc
+		: buf_printf(&body,
+			     ",\"lastHeartbeatTime\":\"%s\",\"lastTransitionTime\":\"%s\"}]}}", hb,
+			     since);
+	rc = rc ? rc : buf_printf(&uri, "/api/v1/nodes/%s/status", h->cfg->node_name);
+	long code = 0;
+	if (rc == 0) {
+		struct upstream_send_req req = {.method = "PATCH",
+						.uri = uri.data,
+						.content_type =
+						    "application/strategic-merge-patch+json",
+						.body = body.data,
+						.body_len = body.len,
+						.user_agent = "yurthub/" YURTHUB_VERSION,
+						.timeout_s = 10};
+		code = upstream_send(&h->upstream, &req);
+	}
+	if (code >= 200 && code < 300) {
+		log_v(1, "autonomy: reported to the cloud: %s%s%s", ok ? "ready" : "not ready",
+		      ok ? "" : ": ", ok ? "" : why);
+		h->reported_autonomy = ok ? 1 : 0;
+		snprintf(h->reported_why, sizeof h->reported_why, "%s", why);
+		h->reported_at = now;
+	} else {
+		log_v(1, "autonomy: the node's condition not reported (HTTP %ld); again in 10 s",
+		      code);
+	}
+	buf_free(&body);
+	buf_free(&uri);
 }
 
 /* /v1/readyz?verbose: each check on a line, as kube-apiserver's, and the
@@ -349,6 +423,7 @@ static int start_store(struct hub *h)
 	if (!(h->housekeeping =
 		  housekeeping_start(h->store, &h->metrics, h->cfg->storage == STORAGE_ETCD)))
 		return -1;
+	h->reported_autonomy = -1;
 	if (!(h->cache = cache_manager_new(h->store, &h->metrics, CACHE_WORKERS)))
 		return -1;
 	struct buf dir = BUF_INIT;
@@ -389,6 +464,8 @@ static int start(struct hub *h)
 	p->outbox = h->outbox;
 	if (start_multiplexer(h) < 0 || hub_pool_start(&h->pool, h->cfg, p->mux) < 0)
 		return -1;
+	if (h->housekeeping) /* the node's autonomy, to the cloud */
+		housekeeping_every(h->housekeeping, report_autonomy, h);
 	p->leaders = h->pool.leaders;
 	if (start_cluster(h) < 0)
 		return -1;
@@ -417,6 +494,9 @@ static int start(struct hub *h)
 
 static void stop(struct hub *h)
 {
+	/* first: its autonomy chore reads the multiplexer and the store */
+	housekeeping_stop(h->housekeeping);
+	h->housekeeping = NULL;
 	proxy_stop(&h->proxy);
 	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
 	server_quiesce(h->server);

@@ -637,3 +637,49 @@ bool upstream_any_healthy(struct upstream *u)
 	/* without its identity the hub can ask the cloud nothing yet */
 	return !upstream_identity_pending(u) && any_backend_up(u);
 }
+
+static size_t drop_body(char *p, size_t sz, size_t n, void *ctx)
+{
+	(void)p;
+	(void)ctx;
+	return sz * n;
+}
+
+long upstream_send(struct upstream *u, const struct upstream_send_req *r)
+{
+	struct backend *b = upstream_pick(u, 0);
+	long code = 0;
+	CURL *e = b ? upstream_easy(u, b, true) : NULL;
+	struct buf url = BUF_INIT, ctype = BUF_INIT;
+	struct curl_slist *h = NULL;
+	char *auth = e ? upstream_auth_header(u) : NULL;
+	bool ok = e && buf_printf(&url, "%s%s", b->url, r->uri) == 0 &&
+		  buf_printf(&ctype, "Content-Type: %s", r->content_type) == 0;
+	ok = ok && (h = curl_slist_append(NULL, ctype.data)) != NULL;
+	ok = ok && curl_slist_append(h, "Expect:") != NULL;
+	ok = ok && (!auth || curl_slist_append(h, auth) != NULL);
+	if (ok) {
+		curl_easy_setopt(e, CURLOPT_URL, url.data);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+		if (r->method)
+			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, drop_body);
+		if (r->on_header) {
+			curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, r->on_header);
+			curl_easy_setopt(e, CURLOPT_HEADERDATA, r->header_ctx);
+		}
+		curl_easy_setopt(e, CURLOPT_TIMEOUT, r->timeout_s);
+		curl_easy_setopt(e, CURLOPT_USERAGENT, r->user_agent);
+		if (curl_easy_perform(e) == CURLE_OK)
+			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	}
+	free(auth);
+	curl_slist_free_all(h);
+	buf_free(&url);
+	buf_free(&ctype);
+	if (e)
+		curl_easy_cleanup(e);
+	return code;
+}

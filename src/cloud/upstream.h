@@ -129,6 +129,25 @@ void upstream_require_client_cert(struct upstream *u, bool required);
  * the cache instead of being sent anonymous or with an expired identity. */
 bool upstream_identity_pending(struct upstream *u);
 
+/* One request of the hub's own to the cloud (an offline Event sent late,
+ * the node's autonomy condition), with its identity, on a handle of its
+ * own; the body of the answer is dropped. */
+struct upstream_send_req {
+	const char *method; /* NULL: POST */
+	const char *uri;    /* "/api/v1/namespaces/x/events" */
+	const char *content_type;
+	const char *body;
+	size_t body_len;
+	const char *user_agent;
+	long timeout_s;
+	/* optional: each header line of the answer (libcurl's HEADERFUNCTION) */
+	size_t (*on_header)(char *line, size_t size, size_t n, void *ctx);
+	void *header_ctx;
+};
+/* The answer's status code, or 0 when none came (no healthy backend, no
+ * connection, out of memory). */
+long upstream_send(struct upstream *u, const struct upstream_send_req *r);
+
 /* The next healthy backend by --lb-mode, or NULL when none is healthy.
  * Backends whose bit is set in `skip` (bit i: backend i) are passed over. */
 struct backend *upstream_pick(struct upstream *u, uint64_t skip);

@@ -231,13 +231,6 @@ size_t outbox_pending(struct outbox *o)
 	return n;
 }
 
-static size_t discard(char *p, size_t sz, size_t n, void *ctx)
-{
-	(void)p;
-	(void)ctx;
-	return sz * n;
-}
-
 void outbox_record_free(struct outbox_record *r)
 {
 	free(r->uri);
@@ -315,36 +308,15 @@ static long send_record(struct outbox *o, const char *text, size_t len, long *re
 	struct outbox_record r;
 	if (outbox_record_decode(text, len, &r) < 0)
 		return SEND_UNREADABLE;
-	struct backend *b = upstream_pick(o->u, 0);
-	long code = 0;
-	CURL *e = b ? upstream_easy(o->u, b, true) : NULL;
-	struct buf url = BUF_INIT, ctype = BUF_INIT;
-	struct curl_slist *h = NULL;
-	char *auth = e ? upstream_auth_header(o->u) : NULL;
-	bool ok = e && buf_printf(&url, "%s%s", b->url, r.uri) == 0 &&
-		  buf_printf(&ctype, "Content-Type: %s", r.content_type) == 0;
-	ok = ok && (h = curl_slist_append(NULL, ctype.data)) != NULL;
-	ok = ok && curl_slist_append(h, "Expect:") != NULL;
-	ok = ok && (!auth || curl_slist_append(h, auth) != NULL);
-	if (ok) {
-		curl_easy_setopt(e, CURLOPT_URL, url.data);
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r.body_len);
-		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, discard);
-		curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_line);
-		curl_easy_setopt(e, CURLOPT_HEADERDATA, retry_after);
-		curl_easy_setopt(e, CURLOPT_TIMEOUT, SEND_TIMEOUT);
-		curl_easy_setopt(e, CURLOPT_USERAGENT, "yurthub/outbox");
-		if (curl_easy_perform(e) == CURLE_OK)
-			curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
-	}
-	free(auth);
-	curl_slist_free_all(h);
-	buf_free(&url);
-	buf_free(&ctype);
-	if (e)
-		curl_easy_cleanup(e);
+	struct upstream_send_req req = {.uri = r.uri,
+					.content_type = r.content_type,
+					.body = r.body,
+					.body_len = r.body_len,
+					.user_agent = "yurthub/outbox",
+					.timeout_s = SEND_TIMEOUT,
+					.on_header = header_line,
+					.header_ctx = retry_after};
+	long code = upstream_send(o->u, &req);
 	outbox_record_free(&r);
 	return code;
 }

@@ -3,7 +3,8 @@ is 0 until what the node's essential components need to start over is
 cached - kubelet's pods and its Node always, kube-proxy's and coredns's lists
 once the node runs them (services and EndpointSlices counted through the
 multiplexer's cache) - and 1 then; /v1/readyz?verbose says which is missing,
-and the hub stays ready either way.  And kubelet's own Node is never an empty
+and the hub stays ready either way; while the cloud answers, the verdict
+is the Node's condition AutonomyState.  And kubelet's own Node is never an empty
 answer offline: after a restart without the cloud its get and its list by
 name give the node, and a node never cached is a 404, not an empty list.
 """
@@ -70,6 +71,24 @@ def test_signal(t, double, hub):
     t.check("/v1/readyz?verbose: autonomy ok", s == 200 and "[+]autonomy ok" in text, text)
     s, _, body = get("127.0.0.1", hub.serve_port, "/v1/readyz")
     t.check("/v1/readyz without verbose is unchanged", s == 200 and body == b"OK", body)
+
+    def condition():
+        st, body = double.control("GET", "/objects?apiVersion=v1&kind=Node")
+        for n in json.loads(body)["items"] if st == 200 else []:
+            if n["metadata"]["name"] == NODE:
+                for c in n.get("status", {}).get("conditions", []):
+                    if c["type"] == "AutonomyState":
+                        return c
+        return None
+    c = wait_for(lambda: (condition() or {}).get("status") == "True" and condition(), 25,
+                 what="the node's AutonomyState condition")
+    t.check("the cloud's Node gets the condition AutonomyState True",
+            c and c.get("reason") == "AutonomyReady" and c.get("lastHeartbeatTime"), c)
+    st, body = double.control("GET", "/objects?apiVersion=v1&kind=Node")
+    node = [n for n in json.loads(body)["items"] if n["metadata"]["name"] == NODE][0]
+    t.check("... merged by type: kubelet's own conditions stay",
+            any(c["type"] == "Ready" for c in node["status"]["conditions"]),
+            [c["type"] for c in node["status"]["conditions"]])
 
 
 def test_own_node_offline(t, double, hub):
