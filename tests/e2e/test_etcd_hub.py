@@ -29,10 +29,14 @@ def hub_get(hub, path, ua, timeout=30):
 
 
 def summary(body):
+    """Each object's key and resourceVersion; a Node's without: the hub
+    itself patches its Node's AutonomyState condition, which moves the
+    Node's resourceVersion in the cloud between two reads."""
     doc = json.loads(body)
     items = doc.get("items", [doc]) or []
     return {(i["metadata"].get("namespace", "") + "/" + i["metadata"]["name"]):
-            i["metadata"].get("resourceVersion") for i in items}
+            None if i.get("kind") == "Node" or doc.get("kind") == "NodeList"
+            else i["metadata"].get("resourceVersion") for i in items}
 
 
 def read_all(hub, node):
