@@ -379,7 +379,8 @@ static int make_parent_dirs(struct disk_store *d, const char *path, bool *create
 	return rc;
 }
 
-enum write_mode { WRITE_CREATE, WRITE_UPDATE };
+/* WRITE_FORCE: create or update, whatever the stored rv (STORE_EVENT_RESTORE) */
+enum write_mode { WRITE_CREATE, WRITE_UPDATE, WRITE_FORCE };
 
 /* Stage, commit and wait: the write is durable when this returns 0. */
 static int commit_object(struct disk_store *d, const struct store_key *key, const char *data,
@@ -449,7 +450,7 @@ static enum store_err write_object(struct disk_store *d, const struct store_key 
 	} else {
 		uint64_t stored_rv = 0;
 		kube_meta_rv(old.data, old.len, &stored_rv);
-		if (rv < stored_rv) {
+		if (rv < stored_rv && mode != WRITE_FORCE) {
 			e = STORE_CONFLICT;
 			if (stored && buf_append(stored, old.data, old.len) < 0)
 				e = STORE_NOMEM;
@@ -612,7 +613,7 @@ static enum store_err disk_view_event(struct store *s, const struct store_view *
 				      const char *data, size_t len, uint64_t rv)
 {
 	struct disk_store *d = disk_of(s);
-	if (!view || !key || !key->path || key->is_root)
+	if ((!view && type != STORE_EVENT_RESTORE) || !key || !key->path || key->is_root)
 		return STORE_EMPTY_KEY;
 	if (d->flags & DISK_READ_ONLY)
 		return read_only_error();
@@ -621,6 +622,8 @@ static enum store_err disk_view_event(struct store *s, const struct store_view *
 	enum store_err e = check_content(key, data, len);
 	if (e != STORE_OK)
 		return e;
+	if (type == STORE_EVENT_RESTORE)
+		return write_object(d, key, data, len, WRITE_FORCE, rv, NULL);
 	e = write_object(d, key, data, len, WRITE_UPDATE, rv, NULL);
 	if (e == STORE_NOT_FOUND)
 		e = write_object(d, key, data, len, WRITE_CREATE, rv, NULL);

@@ -72,6 +72,7 @@ enum write_mode {
 	WRITE_CREATE, /* the object must be absent */
 	WRITE_UPDATE, /* the object must be present */
 	WRITE_PUT,    /* either: a watch event */
+	WRITE_FORCE,  /* either, whatever the stored rv: STORE_EVENT_RESTORE */
 };
 
 /* Decide from what was read; STORE_OK: go on and write.  *write says
@@ -85,6 +86,8 @@ static enum store_err write_decide(const struct er_target *t, uint64_t rv, enum 
 		return STORE_EXISTS;
 	if (mode == WRITE_UPDATE && !obj)
 		return STORE_NOT_FOUND;
+	if (mode == WRITE_FORCE)
+		return STORE_OK;
 	if (!obj && er_meta_is_tombstone(&t->meta) && t->meta.rv >= rv)
 		return STORE_CONFLICT; /* deleted since this copy was taken */
 	if (obj && t->meta.present && t->meta.rv > rv) {
@@ -190,14 +193,19 @@ static enum store_err es_view_event(struct store *s, const struct store_view *vi
 	if (!key || !key->path || key->is_root || !key->component || !*key->component)
 		return STORE_EMPTY_KEY;
 	char id[VIEW_ID_LEN + 1];
-	enum store_err e = er_view_id(view, id);
+	enum store_err e = STORE_OK;
+	if (type == STORE_EVENT_RESTORE && !view) /* a single-object read's copy */
+		strcpy(id, ER_REASON_SINGLE);
+	else
+		e = er_view_id(view, id);
 	if (e != STORE_OK)
 		return e;
 	if (type == STORE_EVENT_DELETED)
 		return drop_deleted(es, key, rv, id);
 	if ((e = check_content(key, data, len, NULL)) != STORE_OK)
 		return e;
-	e = write_object(es, key, data, len, rv, WRITE_PUT, NULL, id);
+	e = write_object(es, key, data, len, rv,
+			 type == STORE_EVENT_RESTORE ? WRITE_FORCE : WRITE_PUT, NULL, id);
 	return e == STORE_CONFLICT ? STORE_OK : e; /* older than stored: not news */
 }
 

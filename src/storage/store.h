@@ -30,7 +30,9 @@
  *        copy).  Otherwise it only leaves V's membership, and stays while
  *        another reason holds it.
  *      a watch event of V (view_event): ADDED/MODIFIED write the object in
- *        rv order and make it a member of V; DELETED at rv E means the object
+ *        rv order and make it a member of V (RESTORE: whatever the order,
+ *        for the cloud's copy over the hub's own offline edit); DELETED at
+ *        rv E means the object
  *        is gone for every view: the component's copy goes, unless the stored
  *        copy is at E or newer (another view already delivered the version
  *        that left V's selector, or a newer incarnation) - then it only
@@ -124,6 +126,11 @@ struct store_replace {
 enum store_event {
 	STORE_EVENT_PUT,     /* ADDED or MODIFIED */
 	STORE_EVENT_DELETED, /* DELETED */
+	/* The cloud's copy of an object the hub changed itself while offline
+	 * (cache/local_changes.h): written as a PUT, but whatever the rv of the
+	 * stored copy or of its deletion, which was the hub's own.  view may
+	 * be NULL: the copy of a single-object read, as update() keeps it. */
+	STORE_EVENT_RESTORE,
 };
 
 /* What the store knows of a view. */
