@@ -466,13 +466,30 @@ static enum mux_status apply_diff(struct mux_cache *c, struct strmap *next, stru
 	return MUX_OK;
 }
 
+/* Whether the list has an object older than the copy the cache holds: that
+ * copy was never the upstream's (the hub's own offline edit, at a local
+ * resourceVersion), and an event could only take the object's rv back. */
+static bool goes_back(const struct mux_cache *c, const struct strmap *next)
+{
+	struct strmap_entry *e;
+
+	for (size_t i = 0; (e = strmap_next(next, &i));) {
+		struct strmap_entry *old = strmap_get(&c->objs, e->key);
+
+		if (old && ((const struct mux_obj *)old->value)->rv >
+			       ((const struct mux_obj *)e->value)->rv)
+			return true;
+	}
+	return false;
+}
+
 /* write_lock held: the cache's map and rv may be read without lock. */
 static enum mux_status relist(struct mux_cache *c, struct strmap *next, uint64_t rv)
 {
 	struct diff d = {0};
 	enum mux_status st;
 
-	if (!c->ready || rv < c->rv) {
+	if (!c->ready || rv < c->rv || goes_back(c, next)) {
 		reset(c, next, rv);
 		return MUX_OK;
 	}

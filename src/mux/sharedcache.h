@@ -26,8 +26,10 @@
  *   old content to the new, so watchers carry on.  kube-apiserver's cacher
  *   instead ends every watch and empties its history, which makes every
  *   client relist; one upstream relist must not become one per client.  Only
- *   a list older than the cache (an upstream whose history went back) resets
- *   the history: every watcher then gets MUX_EXPIRED.
+ *   a list older than the cache (an upstream whose history went back), or
+ *   one with an object older than the cache's copy (which was the hub's own
+ *   offline edit, cache/local_changes.h), resets the history: every watcher
+ *   then gets MUX_EXPIRED and lists again.
  *
  * Threads and locks.  One writer (the upstream's thread) calls apply,
  * replace, bookmark and close; any number of readers (one per client

@@ -12,11 +12,12 @@
  * states of an event (an object that stops matching arrives DELETED at the
  * event's rv, one that starts matching ADDED); relists turned into events
  * (added, modified, deleted at the list's rv, unchanged objects kept as the
- * same object) and an older list resetting the history; bookmarks; stop and
- * close waking a blocked reader; the memory held per 1,000 objects and that
- * it does not grow with watchers (figures printed); a writer and several
- * readers in threads, each reader seeing a gap-free ordered stream whose
- * result equals the cache's final content.
+ * same object) and an older list, or one with an object older than the
+ * cache's copy (the hub's offline edit), resetting the history; bookmarks;
+ * stop and close waking a blocked reader; the memory held per 1,000 objects
+ * and that it does not grow with watchers (figures printed); a writer and
+ * several readers in threads, each reader seeing a gap-free ordered stream
+ * whose result equals the cache's final content.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -554,6 +555,88 @@ static void test_relist_older_resets(void **state)
 	mux_cache_free(c);
 }
 
+/* A relist with an object older than the cache's copy (the hub's own
+ * offline edit, at a local rv above the cloud's): no event can take the
+ * object's rv back, so the history starts again and watchers relist. */
+static void test_relist_object_going_back_resets(void **state)
+{
+	struct mux_cache *c =
+	    cache_with(NULL, 20, 2, svc("d", "a", 10, "web"), svc("d", "b", 20, "web"));
+	struct mux_watcher *w = watch_from(c, 20, NULL), *later;
+	struct mux_obj *relist[] = {svc("d", "a", 25, "web"), svc("d", "b", 20, "web")};
+	struct mux_watch_options opts = {.from_rv = 30};
+	struct mux_list l;
+	struct mux_delivery d;
+
+	(void)state;
+	apply_ok(c, MUX_MODIFIED, svc("d", "a", 30, "local"));
+	expect(w, MUX_MODIFIED, "a", 30);
+	assert_int_equal(mux_cache_rv(c), 30);
+
+	/* list rv 40 is newer than the cache; a at 25 is older than its copy */
+	assert_int_equal(mux_cache_replace(c, relist, 2, 40), MUX_OK);
+	assert_int_equal(mux_watcher_next(w, WAIT_MS, &d), MUX_EXPIRED);
+	assert_null(d.obj);
+	assert_int_equal(mux_cache_rv(c), 40);
+
+	/* the list's copy is what the cache holds now */
+	assert_int_equal(mux_cache_list(c, NULL, &l), MUX_OK);
+	assert_int_equal(l.n, 2);
+	assert_int_equal(l.rv, 40);
+	assert_string_equal(l.objs[0]->name, "a");
+	assert_int_equal(l.objs[0]->rv, 25);
+	assert_int_equal(rv_of_bytes(l.objs[0]), 25);
+	assert_non_null(strstr(l.objs[0]->data, "\"app\":\"web\""));
+	mux_list_free(&l);
+
+	/* the history before the relist is gone: a watch from it must relist */
+	assert_int_equal(mux_watch(c, &opts, &later), MUX_EXPIRED);
+	later = watch_from(c, 0, NULL);
+	expect(later, MUX_ADDED, "a", 25);
+	expect(later, MUX_ADDED, "b", 20);
+	expect_quiet(later);
+	mux_watcher_free(later);
+	/* and from the list's rv on, the cache goes on as usual */
+	later = watch_from(c, 40, NULL);
+	apply_ok(c, MUX_MODIFIED, svc("d", "b", 41, "web"));
+	expect(later, MUX_MODIFIED, "b", 41);
+	mux_watcher_free(later);
+	mux_watcher_free(w);
+	mux_cache_free(c);
+}
+
+/* The same relist with every object at or above the cache's copy is
+ * turned into events: the watcher carries on. */
+static void test_relist_not_going_back_keeps_watchers(void **state)
+{
+	struct mux_cache *c =
+	    cache_with(NULL, 20, 2, svc("d", "a", 10, "web"), svc("d", "b", 20, "web"));
+	struct mux_watcher *w = watch_from(c, 20, NULL);
+	struct mux_obj *relist[] = {svc("d", "a", 30, "local"), svc("d", "b", 35, "db"),
+				    svc("d", "c", 38, "web")};
+	struct mux_list l;
+
+	(void)state;
+	apply_ok(c, MUX_MODIFIED, svc("d", "a", 30, "local"));
+	expect(w, MUX_MODIFIED, "a", 30);
+
+	assert_int_equal(mux_cache_replace(c, relist, 3, 40), MUX_OK);
+	expect(w, MUX_MODIFIED, "b", 35);
+	expect(w, MUX_ADDED, "c", 38);
+	expect_quiet(w); /* a at 30: the same object, no event */
+	assert_int_equal(mux_watcher_progress(w), 40);
+	assert_int_equal(mux_cache_rv(c), 40);
+
+	assert_int_equal(mux_cache_list(c, NULL, &l), MUX_OK);
+	assert_int_equal(l.n, 3);
+	assert_int_equal(l.objs[0]->rv, 30);
+	assert_int_equal(l.objs[1]->rv, 35);
+	assert_int_equal(l.objs[2]->rv, 38);
+	mux_list_free(&l);
+	mux_watcher_free(w);
+	mux_cache_free(c);
+}
+
 /* ---- bookmarks, stop, close ---- */
 
 static void test_bookmarks(void **state)
@@ -974,6 +1057,8 @@ int main(void)
 	    cmocka_unit_test(test_selector_transitions),
 	    cmocka_unit_test(test_relist_diff),
 	    cmocka_unit_test(test_relist_older_resets),
+	    cmocka_unit_test(test_relist_object_going_back_resets),
+	    cmocka_unit_test(test_relist_not_going_back_keeps_watchers),
 	    cmocka_unit_test(test_bookmarks),
 	    cmocka_unit_test(test_stop_and_close_wake),
 	    cmocka_unit_test(test_wait_rv),
