@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "cache/autonomy.h"
+#include "cache/local_changes.h"
 #include "cache/cacheable.h"
 #include "cluster/cluster.h"
 #include "proxy/multiplexer.h"
@@ -56,7 +57,8 @@ struct hub {
 	struct health *health;
 	struct cache_agents agents;
 	struct cache_manager *cache;
-	struct outbox *outbox; /* offline Events, sent when the cloud is back */
+	struct local_changes *changes; /* the hub's own offline edits */
+	struct outbox *outbox;	       /* offline Events, sent when the cloud is back */
 	struct metrics metrics;
 	struct proxy proxy;
 	struct request_gate gate; /* --max-requests-in-flight, the body budget */
@@ -424,8 +426,10 @@ static int start_store(struct hub *h)
 		  housekeeping_start(h->store, &h->metrics, h->cfg->storage == STORAGE_ETCD)))
 		return -1;
 	h->reported_autonomy = -1;
-	if (!(h->cache = cache_manager_new(h->store, &h->metrics, CACHE_WORKERS)))
+	if (!(h->cache = cache_manager_new(h->store, &h->metrics, CACHE_WORKERS)) ||
+	    !(h->changes = local_changes_open(h->store)))
 		return -1;
+	cache_manager_set_local_changes(h->cache, h->changes);
 	struct buf dir = BUF_INIT;
 	if (buf_printf(&dir, "%s/_internal/yurthub-c/outbox", h->cfg->disk_cache_path) < 0)
 		return -1;
@@ -460,6 +464,8 @@ static int start(struct hub *h)
 	p->health = h->health;
 	p->cache = h->cache;
 	p->store = h->store;
+	p->changes = h->changes;
+	p->node_name = h->cfg->node_name;
 	p->agents = &h->agents;
 	p->outbox = h->outbox;
 	if (start_multiplexer(h) < 0 || hub_pool_start(&h->pool, h->cfg, p->mux) < 0)
@@ -514,6 +520,7 @@ static void stop(struct hub *h)
 	health_free(h->health);
 	cache_manager_free(h->cache); /* finishes what was queued */
 	housekeeping_stop(h->housekeeping);
+	local_changes_free(h->changes); /* the manager that used it is gone */
 	store_close(h->store);
 	upstream_free(&h->upstream);
 	cache_agents_free(&h->agents);

@@ -20,7 +20,9 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cache/local_changes.h"
 #include "kube/meta.h"
+#include "kube/selector.h"
 #include "kube/stream.h"
 #include "util/log.h"
 
@@ -108,6 +110,7 @@ struct cache_manager {
 	/* told of every write the store refused (cache_manager_on_failure) */
 	void (*on_failure)(void *ctx, const char *component, const char *path);
 	void *on_failure_ctx;
+	struct local_changes *changes; /* the hub's offline edits; NULL: none */
 };
 
 /* ---- streams ---- */
@@ -355,6 +358,64 @@ static enum store_err stream_key(struct cache_manager *cm, const struct stream *
 	return store_key_build(cm->store, &info, out);
 }
 
+/* The cloud's copy (or deletion) of an object the hub changed while
+ * offline: it replaces the local edit whatever their rvs say (a local rv
+ * can be above the cloud's).  False when k is no local edit; else true,
+ * with the store's answer in *e.  st: the view whose event or list brought
+ * it, NULL for a single object (then held as a read's copy). */
+static bool cloud_over_local(struct cache_manager *cm, const struct stream *st,
+			     const struct store_key *k, enum store_event type, const char *data,
+			     size_t len, uint64_t rv, enum store_err *e)
+{
+	if (!local_changes_is_local(cm->changes, k))
+		return false;
+	if (type == STORE_EVENT_DELETED) {
+		*e = store_delete(cm->store, k);
+		if (*e == STORE_NOT_FOUND)
+			*e = STORE_OK;
+	} else {
+		struct store_view v = st ? stream_view(st) : (struct store_view){0};
+		*e = store_view_event(cm->store, st ? &v : NULL, k, STORE_EVENT_RESTORE, data, len,
+				      rv);
+	}
+	if (*e == STORE_OK)
+		local_changes_settled(cm->changes, k);
+	return true;
+}
+
+/* After a list's commit: the component's local edits in the view's
+ * collection that the list lacked are gone in the cloud, when they match
+ * the view's selectors (the others are another view's to settle). */
+static void drop_unlisted_local_edits(struct cache_manager *cm, const struct stream *st)
+{
+	struct store_gvr gvr = {st->group, st->version, st->resource};
+	struct local_change *v = NULL;
+	long n = local_changes_of(cm->changes, st->component, &gvr, st->namespace, &v);
+	struct selector *ls = NULL, *fs = NULL;
+	char *why = NULL;
+	if (n > 0 && (selector_parse(SELECTOR_LABEL, st->lsel, &ls, &why) < 0 ||
+		      selector_parse(SELECTOR_FIELD, st->fsel, &fs, &why) < 0))
+		n = 0;
+	struct buf obj = BUF_INIT;
+	for (long i = 0; i < n; i++) {
+		struct store_key k;
+		if (stream_key(cm, st, v[i].namespace, v[i].name, &k) != STORE_OK)
+			continue;
+		buf_reset(&obj);
+		enum store_err e = store_get(cm->store, &k, &obj);
+		if (e == STORE_OK && selector_match_json(ls, fs, obj.data, obj.len) == 1)
+			e = store_delete(cm->store, &k);
+		if (e == STORE_OK || e == STORE_NOT_FOUND)
+			local_changes_settled(cm->changes, &k);
+		store_key_free(&k);
+	}
+	buf_free(&obj);
+	free(why);
+	selector_free(ls);
+	selector_free(fs);
+	local_changes_list_free(v, n > 0 ? n : 0);
+}
+
 static void do_object(struct cache_manager *cm, struct job *j)
 {
 	struct timespec t0;
@@ -366,8 +427,11 @@ static void do_object(struct cache_manager *cm, struct job *j)
 	    !meta.nul_in_name) {
 		struct store_key k;
 		e = stream_key(cm, j->st, meta.namespace, meta.name, &k);
+		local_changes_saw_cloud_rv(cm->changes, meta.rv, false);
 		if (e == STORE_OK) {
-			e = put_object(cm->store, &k, j->data, j->len, meta.rv);
+			if (!cloud_over_local(cm, NULL, &k, STORE_EVENT_PUT, j->data, j->len,
+					      meta.rv, &e))
+				e = put_object(cm->store, &k, j->data, j->len, meta.rv);
 			store_key_free(&k);
 		}
 	}
@@ -388,10 +452,11 @@ static void do_event(struct cache_manager *cm, struct job *j)
 		/* The store applies the rules of store.h: a DELETED is gone for
 		 * every view of the component unless a newer copy is held. */
 		struct store_view v = stream_view(j->st);
-		e = store_view_event(cm->store, &v, &k,
-				     j->type == WATCH_DELETED ? STORE_EVENT_DELETED
-							      : STORE_EVENT_PUT,
-				     j->data, j->len, j->rv);
+		enum store_event type =
+		    j->type == WATCH_DELETED ? STORE_EVENT_DELETED : STORE_EVENT_PUT;
+		local_changes_saw_cloud_rv(cm->changes, j->rv, false);
+		if (!cloud_over_local(cm, j->st, &k, type, j->data, j->len, j->rv, &e))
+			e = store_view_event(cm->store, &v, &k, type, j->data, j->len, j->rv);
 		store_key_free(&k);
 	}
 	count(cm, CACHE_OP_WATCH_EVENT, e, &t0, j->st);
@@ -528,6 +593,19 @@ static void do_list(struct cache_manager *cm, struct job *j)
 		if (!st->session)
 			return;
 		struct store_item it = {j->ns, j->name, j->rv, j->data, j->len};
+		struct store_key k;
+		if (cm->changes && stream_key(cm, st, j->ns, j->name, &k) == STORE_OK) {
+			/* a local edit gets the cloud's copy now; the session then
+			 * finds it current */
+			enum store_err le;
+			if (cloud_over_local(cm, st, &k, STORE_EVENT_PUT, j->data, j->len, j->rv,
+					     &le) &&
+			    le != STORE_OK)
+				log_warn(
+				    "cache: the cloud's %s/%s does not replace the local edit: %s",
+				    j->ns, j->name, store_strerror(le));
+			store_key_free(&k);
+		}
 		e = store_replace_add(st->session, &it);
 		if (e != STORE_OK)
 			list_fail(cm, st, e);
@@ -542,6 +620,10 @@ static void do_list(struct cache_manager *cm, struct job *j)
 			return;
 		e = store_replace_commit(st->session, j->rv);
 		st->session = NULL;
+		if (e == STORE_OK) {
+			local_changes_saw_cloud_rv(cm->changes, j->rv, true);
+			drop_unlisted_local_edits(cm, st);
+		}
 		count(cm, CACHE_OP_LIST, e, &t0, st);
 		if (e != STORE_OK && !store_broken(e)) /* broken: count() said it */
 			log_warn("cache: %s list %s not stored: %s", st->component, st->path,
@@ -565,6 +647,7 @@ static void do_job(struct cache_manager *cm, struct job *j)
 		break;
 	case JOB_BOOKMARK: {
 		struct store_view v = stream_view(j->st);
+		local_changes_saw_cloud_rv(cm->changes, j->rv, false);
 		enum store_err e = store_set_view_rv(cm->store, &v, j->rv);
 		if (e != STORE_OK && e != STORE_NOT_FOUND)
 			log_v(2, "cache: bookmark of %s not recorded: %s", j->st->path,
@@ -622,6 +705,11 @@ static void *worker_main(void *p)
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
+}
+
+void cache_manager_set_local_changes(struct cache_manager *cm, struct local_changes *lc)
+{
+	cm->changes = lc;
 }
 
 bool cache_manager_store_failing(struct cache_manager *cm)

@@ -43,6 +43,10 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 void cache_manager_on_failure(struct cache_manager *cm,
 			      void (*fn)(void *ctx, const char *component, const char *path),
 			      void *ctx);
+struct local_changes;
+/* Before the first response: the journal of the hub's offline edits
+ * (local_changes.h), which the cloud's copies replace. */
+void cache_manager_set_local_changes(struct cache_manager *cm, struct local_changes *lc);
 /* The store's last write failed (it is broken: I/O, full, down), and none
  * has succeeded since. */
 bool cache_manager_store_failing(struct cache_manager *cm);

@@ -7,11 +7,13 @@
 
 #include <gnutls/crypto.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "cache/local_changes.h"
 #include "cache/manager.h"
 #include "http/response.h"
 #include "kube/kinds.h"
@@ -349,6 +351,70 @@ static int updated_object(struct request *req, const char *old, size_t old_len, 
 	return code;
 }
 
+/* obj's metadata.resourceVersion set to rv; 0 or -1. */
+static int set_rv(struct buf *obj, uint64_t rv)
+{
+	json_t *o = json_loadb(buf_cstr(obj), obj->len, 0, NULL);
+	json_t *meta = json_object_get(o, "metadata");
+	char text[24];
+	snprintf(text, sizeof text, "%llu", (unsigned long long)rv);
+	char *out = json_is_object(meta) &&
+			    json_object_set_new(meta, "resourceVersion", json_string(text)) == 0
+			? json_dumps(o, JSON_COMPACT)
+			: NULL;
+	json_decref(o);
+	int rc = -1;
+	if (out) {
+		buf_reset(obj);
+		rc = buf_append_str(obj, out);
+	}
+	free(out);
+	return rc;
+}
+
+void local_write_failed(struct proxy *p, const struct store_key *k)
+{
+	struct buf stored = BUF_INIT;
+	uint64_t rv = 0;
+	if (store_get(p->store, k, &stored) != STORE_OK ||
+	    kube_meta_rv(stored.data, stored.len, &rv) < 0)
+		rv = 0;
+	buf_free(&stored);
+	local_changes_write_failed(p->changes, k, rv);
+}
+
+/* Store the result of an offline update of the object (cached at old_rv
+ * in component where) at a local resourceVersion (cache/local_changes.h),
+ * so that watchers get it as an event; upd gets that rv.  Without a journal
+ * that can be saved, the old rv stays, as the cloud gave it. */
+static void store_local_write(struct proxy *p, struct request *req, const char *where,
+			      struct buf *upd, uint64_t old_rv)
+{
+	const char *comp = cache_agents_has(p->agents, req->component) ? req->component : where;
+	struct store_key k;
+	enum store_err e =
+	    cache_object_key(p->store, comp, &req->ri, req->ri.namespace, req->ri.name, &k);
+	if (e != STORE_OK) {
+		log_warn("offline %s of %s not stored: %s", request_info_verb(&req->ri),
+			 req->raw_uri, store_strerror(e));
+		return;
+	}
+	uint64_t rv = local_changes_claim(p->changes, &k, 1);
+	if (rv && set_rv(upd, rv) < 0)
+		rv = 0;
+	if (!rv)
+		rv = old_rv;
+	e = store_update(p->store, &k, upd->data, upd->len, rv, NULL);
+	if (e == STORE_NOT_FOUND)
+		e = store_create(p->store, &k, upd->data, upd->len);
+	if (e != STORE_OK && rv != old_rv)
+		local_write_failed(p, &k);
+	store_key_free(&k);
+	if (e != STORE_OK)
+		log_warn("offline %s of %s not stored: %s", request_info_verb(&req->ri),
+			 req->raw_uri, store_strerror(e));
+}
+
 static int local_write(struct proxy *p, struct request *req)
 {
 	if (*req->ri.subresource && strcmp(req->ri.subresource, "status"))
@@ -377,24 +443,10 @@ static int local_write(struct proxy *p, struct request *req)
 		code = 422;
 		why = strdup("the result is not an object");
 	}
-	if (code == 0) {
-		/* The resourceVersion stays: a made-up one could be newer than the
-		 * cloud's next and block the real object at the next relist. */
-		const char *comp =
-		    cache_agents_has(p->agents, req->component) ? req->component : where;
-		struct store_key k;
-		enum store_err e =
-		    cache_object_key(p->store, comp, &req->ri, req->ri.namespace, req->ri.name, &k);
-		if (e == STORE_OK) {
-			e = store_update(p->store, &k, upd.data, upd.len, om.rv, NULL);
-			if (e == STORE_NOT_FOUND)
-				e = store_create(p->store, &k, upd.data, upd.len);
-			store_key_free(&k);
-		}
-		if (e != STORE_OK)
-			log_warn("offline %s of %s not stored: %s", request_info_verb(&req->ri),
-				 req->raw_uri, store_strerror(e));
-	}
+	if (code == 0)
+		store_local_write(p, req, where, &upd, om.rv);
+	if (code == 0 && !strcmp(req->ri.resource, "pods") && !*req->ri.api_group)
+		local_follow_pod(p, old.data, old.len, upd.data, upd.len);
 	kube_meta_free(&om);
 	int r;
 	if (code) {

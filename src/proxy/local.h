@@ -12,7 +12,9 @@
  *                heartbeats; ends at timeoutSeconds, and within 2 s after the
  *                cloud is back so that clients re-list from it
  *   create       201 echoing the object; Events are kept to be sent later
- *   update/patch applied to the cached object, 200
+ *   update/patch applied to the cached object at a local resourceVersion
+ *                (cache/local_changes.h), 200; watchers get it as MODIFIED,
+ *                and endpoints follow this node's pods (local_follow.c)
  *   delete       403
  *   discovery    from the cached documents
  *
@@ -59,6 +61,15 @@ int local_append_object(struct buf *out, const char *obj, size_t len, const stru
 
 /* The Status answers. */
 int local_status(struct request *req, int code, const char *message);
+
+/* A write of k at a claimed local rv failed: the journal follows what the
+ * store holds (local_changes_write_failed). */
+void local_write_failed(struct proxy *p, const struct store_key *k);
+
+/* A pod of this node changed offline from old to upd (both JSON): the
+ * cached EndpointSlices and Endpoints that target it follow (local_follow.c). */
+void local_follow_pod(struct proxy *p, const char *old, size_t old_len, const char *upd,
+		      size_t upd_len);
 
 /* Lists and watches: local_list.c. */
 int local_list(struct proxy *p, struct request *req);

@@ -15,6 +15,7 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "cache/local_changes.h"
 #include "cache/manager.h"
 #include "http/response.h"
 #include "kube/fieldlabels.h"
@@ -392,6 +393,11 @@ int local_list(struct proxy *p, struct request *req)
 	}
 	l->g.p = p;
 	l->g.view_rv = token_rv ? token_rv : view_rv;
+	/* items changed offline carry local rvs: the list's is not older */
+	struct store_gvr gvr = {ri->api_group, ri->api_version, ri->resource};
+	uint64_t local_rv = local_changes_last_rv(p->changes, &gvr);
+	if (!token_rv && local_rv > l->g.view_rv)
+		l->g.view_rv = local_rv;
 	l->limit = ri->limit;
 	local_kind_of(p, req, &l->g.kind);
 	enum store_err e = STORE_OK;
@@ -426,6 +432,10 @@ struct watch_gen {
 	bool counted; /* in the open-watches gauge (not the hub's own) */
 	struct timespec deadline, next_bookmark;
 	int client_fd;
+	/* the local changes sent so far (cache/local_changes.h) */
+	char *group, *version, *resource, *namespace;
+	uint64_t local_after;
+	int waited_polls; /* for a journaled change whose write has not landed */
 };
 
 static void in_seconds(struct timespec *t, long s)
@@ -500,6 +510,64 @@ bool local_client_left(int fd)
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
+/* How many polls (of POLL_MS) a watch waits for a journaled change to be
+ * in the store: the journal is written first.  A change that never lands
+ * (a crash in between) is passed over after that. */
+#define LANDING_POLLS 10
+
+/* One local change as a MODIFIED event, when the watch's selectors match
+ * the object as it is now.  0, 1 when the change is not in the store yet
+ * (ask again at the next poll), or -1. */
+static int local_event(struct watch_gen *w, const struct local_change *c)
+{
+	struct store_key_info info = {c->component, c->group,	  c->version,
+				      c->resource,  c->namespace, c->name};
+	struct store_key k;
+	if (store_key_build(w->g.p->store, &info, &k) != STORE_OK)
+		return 0;
+	buf_reset(&w->g.data);
+	enum store_err e = store_get(w->g.p->store, &k, &w->g.data);
+	store_key_free(&k);
+	uint64_t rv = 0;
+	if (e == STORE_OK && kube_meta_rv(w->g.data.data, w->g.data.len, &rv) == 0 && rv < c->rv &&
+	    ++w->waited_polls < LANDING_POLLS)
+		return 1;
+	w->waited_polls = 0;
+	/* replaced since (by the cloud's copy, or a later change): not this */
+	if (e != STORE_OK || rv != c->rv)
+		return 0;
+	if (w->g.filtered &&
+	    selector_match_json(w->g.ls, w->g.fs, w->g.data.data, w->g.data.len) != 1)
+		return 0;
+	if (rv > w->g.view_rv)
+		w->g.view_rv = rv; /* bookmarks go on from here */
+	int rc = buf_append_str(&w->g.out, "{\"type\":\"MODIFIED\",\"object\":");
+	rc = rc ? rc : local_append_object(&w->g.out, w->g.data.data, w->g.data.len, &w->g.kind);
+	return rc ? rc : buf_append_str(&w->g.out, "}\n");
+}
+
+/* The local changes newer than the last sent, as events: 1 when some were
+ * written, 0 when none, -1 on error. */
+static int local_events(struct watch_gen *w)
+{
+	struct store_gvr gvr = {w->group, w->version, w->resource};
+	struct local_change *v;
+	if (local_changes_last_rv(w->g.p->changes, &gvr) <= w->local_after)
+		return 0;
+	long n = local_changes_since(w->g.p->changes, &gvr, w->namespace, w->local_after, &v);
+	if (n < 0)
+		return -1;
+	int rc = 0;
+	for (long i = 0; i < n && rc == 0; i++) {
+		rc = local_event(w, &v[i]);
+		if (rc == 0)
+			w->local_after = v[i].rv;
+	}
+	local_changes_list_free(v, n);
+	buf_free(&w->g.data);
+	return rc < 0 ? -1 : w->g.out.len > 0; /* rc 1: the rest at the next poll */
+}
+
 /* Wait for the next thing to say; WATCH_DONE when the watch is over. */
 static int idle(struct watch_gen *w)
 {
@@ -511,6 +579,9 @@ static int idle(struct watch_gen *w)
 			w->state = WATCH_DONE;
 			return 0;
 		}
+		int changed = local_events(w);
+		if (changed)
+			return changed < 0 ? -1 : 0;
 		if (w->bookmarks && reached(&w->next_bookmark))
 			return bookmark(w, false);
 		struct pollfd p = {w->client_fd, POLLIN | POLLRDHUP, 0};
@@ -563,6 +634,10 @@ static void watch_free(void *cls)
 	if (w->counted)
 		atomic_fetch_sub(&w->g.p->metrics->open_watches, 1);
 	gen_free(&w->g);
+	free(w->group);
+	free(w->version);
+	free(w->resource);
+	free(w->namespace);
 	free(w);
 }
 
@@ -672,6 +747,25 @@ int local_watch(struct proxy *p, struct request *req)
 	    kube_rv_parse(ri->resource_version, strlen(ri->resource_version), &view_rv) < 0)
 		view_rv = 0;
 	w->g.view_rv = view_rv;
+	/* the local changes it has not seen: those after its rv, or after what
+	 * the initial events (read from the store from now on) show */
+	struct store_gvr gvr = {ri->api_group, ri->api_version, ri->resource};
+	uint64_t from_rv = 0;
+	if (initial)
+		w->local_after = local_changes_last_rv(p->changes, &gvr);
+	else if (kube_rv_parse(ri->resource_version, strlen(ri->resource_version), &from_rv) == 0)
+		w->local_after = from_rv;
+	if (w->local_after > w->g.view_rv)
+		w->g.view_rv = w->local_after;
+	w->group = strdup(ri->api_group);
+	w->version = strdup(ri->api_version);
+	w->resource = strdup(ri->resource);
+	w->namespace = strdup(ri->namespace);
+	if (!w->group || !w->version || !w->resource || !w->namespace) {
+		free(component);
+		watch_free(w);
+		return -1;
+	}
 	w->initial_end = ri->send_initial_events_set && ri->send_initial_events;
 	w->bookmarks = ri->allow_watch_bookmarks;
 	w->state = initial ? WATCH_INITIAL : WATCH_INITIAL_END;

@@ -4,7 +4,11 @@
  */
 #include "proxy/proxy.h"
 
+#include <string.h>
+
+#include "cache/local_changes.h"
 #include "http/response.h"
+#include "kube/meta.h"
 #include "proxy/local.h"
 #include "proxy/multiplexer.h"
 #include "proxy/remote.h"
@@ -33,6 +37,28 @@ static int failed(struct request *req, enum remote_outcome out)
 			    NULL);
 }
 
+/* A list or watch, while the cloud answers, from a resourceVersion the hub
+ * made up offline (cache/local_changes.h): the cloud never had that state.
+ * Answered as the API server answers a too old rv, so that client-go lists
+ * again, from the cloud.  True when answered (*rc). */
+static bool at_local_rv(struct proxy *p, struct request *req, int *rc)
+{
+	const struct request_info *ri = &req->ri;
+	uint64_t rv = 0;
+	if ((ri->verb != VERB_LIST && ri->verb != VERB_WATCH) || !*ri->resource_version ||
+	    kube_rv_parse(ri->resource_version, strlen(ri->resource_version), &rv) < 0 ||
+	    !upstream_any_healthy(p->up) || !local_changes_rv_issued(p->changes, rv))
+		return false;
+	if (ri->verb == VERB_WATCH)
+		*rc = local_too_old(req, rv, rv + 1);
+	else
+		*rc = reply_status(req, 410, "Expired",
+				   "the resourceVersion was the hub's own while the cloud was "
+				   "unreachable; list again",
+				   NULL);
+	return true;
+}
+
 int proxy_handle(void *ctx, struct request *req)
 {
 	struct proxy *p = ctx;
@@ -41,7 +67,7 @@ int proxy_handle(void *ctx, struct request *req)
 				    NULL);
 	health_wait_first(p->health);
 	int rc;
-	if (multiplexer_answer(p, req, &rc))
+	if (at_local_rv(p, req, &rc) || multiplexer_answer(p, req, &rc))
 		return rc;
 	bool upgrade = request_header(req, "Upgrade") != NULL;
 	enum cache_mode mode =

@@ -23,6 +23,7 @@
 #include "storage/store.h"
 
 struct outbox;
+struct local_changes;
 struct cluster;
 struct multiplexer;
 struct leaders;
@@ -32,6 +33,9 @@ struct proxy {
 	struct health *health;
 	struct cache_manager *cache;
 	struct store *store;
+	/* the hub's offline edits and their rvs (cache/local_changes.h) */
+	struct local_changes *changes;
+	const char *node_name; /* --node-name: whose pods endpoints follow */
 	struct cache_agents *agents;
 	struct outbox *outbox;	 /* offline Events, sent when the cloud is back */
 	struct cluster *cluster; /* the response filters' view; NULL: no filtering */
