@@ -10,7 +10,6 @@
  */
 #include "hub.h"
 
-#include <ctype.h>
 #include <curl/curl.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -163,9 +162,7 @@ static bool mux_shares(void *ctx, const char *group, const char *version, const 
  * /v1/readyz?verbose. */
 static bool judge_autonomy(struct hub *h, char *why, size_t whylen)
 {
-	char *mux = h->proxy.mux ? str_printf("multiplexer-proxy-%s", h->cfg->node_name) : NULL;
-	for (char *c = mux; c && *c; c++)
-		*c = (char)tolower((unsigned char)*c);
+	char *mux = h->proxy.mux ? cache_mux_component(h->cfg->node_name) : NULL;
 	struct autonomy_inputs in = {.store = h->store,
 				     .cache = h->cache,
 				     .node_name = h->cfg->node_name,

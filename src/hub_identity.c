@@ -13,6 +13,7 @@
 #include "http/response.h"
 #include "identity/jws.h"
 #include "server/tls.h"
+#include "util/clock.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 #include "version.h"
@@ -20,13 +21,6 @@
 #define IP_REFRESH_MS  60000 /* the cluster IP, once known, is looked at again */
 #define IP_RETRY_MS    3000  /* ... and while it is not */
 #define TOKEN_BODY_MAX 4096
-
-static long long mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- hooks for identity/ ---- */
 
@@ -160,7 +154,7 @@ static int cluster_ip(void *ctx, char **out)
 {
 	struct hub_identity *hi = ctx;
 	pthread_mutex_lock(&hi->ip_lock);
-	long long now = mono_ms();
+	long long now = clock_now_ms();
 	long long every = hi->cluster_ip ? IP_REFRESH_MS : IP_RETRY_MS;
 	bool look = !hi->ip_checked_ms || now - hi->ip_checked_ms >= every;
 	pthread_mutex_unlock(&hi->ip_lock);

@@ -44,12 +44,9 @@ int cache_agents_init(struct cache_agents *a, const struct config *cfg)
 			return -1;
 	/* The multiplexer's upstream list+watch (proxy/multiplexer.h): cached
 	 * so that local clients are served from it after an offline reboot. */
-	char *mux = str_printf("multiplexer-proxy-%s", cfg->node_name ? cfg->node_name : "");
-	if (!mux || !(a->names.v[a->names.n++] = lower_dup(mux))) {
-		free(mux);
+	if (!(a->names.v[a->names.n] = cache_mux_component(cfg->node_name)))
 		return -1;
-	}
-	free(mux);
+	a->names.n++;
 	for (size_t i = 0; i < cfg->cache_agents.n; i++) {
 		const char *name = cfg->cache_agents.v[i];
 		if (!strcmp(name, "*")) {
@@ -107,6 +104,14 @@ int cache_agents_set_extra(struct cache_agents *a, const char *const *names, siz
 	pthread_rwlock_unlock(&a->lock);
 	strlist_free(&old);
 	return 0;
+}
+
+char *cache_mux_component(const char *node_name)
+{
+	char *mux = str_printf("multiplexer-proxy-%s", node_name ? node_name : "");
+	char *lower = mux ? lower_dup(mux) : NULL;
+	free(mux);
+	return lower;
 }
 
 char *cache_component(const char *ua)

@@ -50,6 +50,10 @@ int cache_agents_set_extra(struct cache_agents *a, const char *const *names, siz
 /* "kubelet/v1.30.2 (linux/amd64) kubernetes/abc" -> "kubelet" (malloc'ed,
  * "" for no User-Agent). */
 char *cache_component(const char *user_agent);
+/* The component of the multiplexer's upstream on node_name (its
+ * User-Agent "multiplexer-proxy-<node>", lower-cased as components are);
+ * malloc'ed, NULL on ENOMEM. */
+char *cache_mux_component(const char *node_name);
 
 /* How to cache this request, or CACHE_NONE. */
 enum cache_mode cache_mode_for(struct cache_agents *a, const char *component,

@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "kube/meta.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define JOURNAL_PATH "/yurthub/local-changes"
@@ -45,13 +46,6 @@ struct local_changes {
 	char **scanned;
 	size_t n_scanned;
 };
-
-static long long mono_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static void change_free(struct local_change *c)
 {
@@ -289,7 +283,7 @@ bool local_changes_rv_issued(struct local_changes *lc, uint64_t rv)
 	bool issued = false;
 	pthread_mutex_lock(&lc->lock);
 	if (lc->first) {
-		long long now = mono_ms();
+		long long now = clock_now_ms();
 		if (!lc->online_since_ms)
 			lc->online_since_ms = now;
 		if (now - lc->online_since_ms > RANGE_ONLINE_MS)

@@ -24,6 +24,7 @@
 #include <time.h>
 
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 struct health {
@@ -228,13 +229,6 @@ static void round_hedge(struct health *h, struct round *r, const int *count)
 	}
 }
 
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long)(now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
-}
-
 /* Run `count[i]` parallel attempts against backend i; record results as
  * they come. */
 static void probe_round(struct health *h, const int *count, bool initial)
@@ -258,7 +252,7 @@ static void probe_round(struct health *h, const int *count, bool initial)
 		pthread_mutex_lock(&h->lock);
 		round_collect(h, &r, initial);
 		pthread_mutex_unlock(&h->lock);
-		if (!r.hedged && ms_since(&t0) >= h->suspect_ms) {
+		if (!r.hedged && clock_ms_since(&t0) >= h->suspect_ms) {
 			round_hedge(h, &r, count);
 			running = 1; /* the new ones too */
 			continue;

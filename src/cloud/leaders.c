@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 struct leaders {
@@ -37,14 +38,6 @@ struct leaders {
 	bool probing;
 	pthread_cond_t probed;
 };
-
-static long ms_left(const struct timespec *deadline)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long)(deadline->tv_sec - now.tv_sec) * 1000L +
-	       (deadline->tv_nsec - now.tv_nsec) / 1000000L;
-}
 
 struct leaders *leaders_new(int port)
 {
@@ -158,7 +151,7 @@ void leaders_wait_probed(struct leaders *l, long ms)
 		deadline.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&l->lock);
-	while (!l->stop && l->rounds < l->target && ms_left(&deadline) > 0)
+	while (!l->stop && l->rounds < l->target && -clock_ms_since(&deadline) > 0)
 		pthread_cond_timedwait(&l->probed, &l->lock, &deadline);
 	pthread_mutex_unlock(&l->lock);
 }
@@ -239,7 +232,7 @@ static void *prober(void *arg)
 		struct timespec deadline;
 		clock_gettime(CLOCK_MONOTONIC, &deadline);
 		deadline.tv_sec += LEADERS_PROBE_INTERVAL_S;
-		while (!l->stop && !l->probe_now && ms_left(&deadline) > 0)
+		while (!l->stop && !l->probe_now && -clock_ms_since(&deadline) > 0)
 			pthread_cond_timedwait(&l->wake, &l->lock, &deadline);
 		if (l->stop)
 			break;

@@ -20,6 +20,7 @@
 #include "kube/stream.h"
 #include "util/base64.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define CSR_PATH	"/apis/certificates.k8s.io/v1/certificatesigningrequests"
@@ -40,14 +41,6 @@ struct csrclient {
 	CURLM *multi;
 	atomic_bool cancelled;
 };
-
-static long long now_ms(void)
-{
-	struct timespec t;
-	if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
-		return 0;
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static bool stopped(const struct csrclient *c)
 {
@@ -387,7 +380,7 @@ struct wait {
 
 static long remaining(const struct wait *w)
 {
-	long long r = w->deadline - now_ms();
+	long long r = w->deadline - clock_now_ms();
 	return r > 0 ? (long)(r > LONG_MAX ? LONG_MAX : r) : 0;
 }
 
@@ -528,11 +521,11 @@ out:
 /* Pause ms (at most what is left), watching the stop flags. */
 static void pause_ms(struct wait *w, long ms)
 {
-	long long end = now_ms() + ms;
+	long long end = clock_now_ms() + ms;
 	if (end > w->deadline)
 		end = w->deadline;
 	while (!stopped(w->c)) {
-		long long left = end - now_ms();
+		long long left = end - clock_now_ms();
 		if (left <= 0)
 			break;
 		curl_multi_poll(w->c->multi, NULL, 0,
@@ -590,7 +583,7 @@ out:
 int csrclient_issue(struct csrclient *c, const char *csr_pem, char **cert_pem, char **err)
 {
 	*cert_pem = NULL;
-	struct wait w = {.c = c, .deadline = now_ms() + c->cfg.timeout_ms};
+	struct wait w = {.c = c, .deadline = clock_now_ms() + c->cfg.timeout_ms};
 	if (stopped(c)) {
 		err_printf(err, "stopped");
 		return -1;
@@ -616,11 +609,11 @@ int csrclient_issue(struct csrclient *c, const char *csr_pem, char **cert_pem, c
 				pause_ms(&w, c->cfg.poll_ms);
 				continue;
 			}
-			long long t0 = now_ms();
+			long long t0 = clock_now_ms();
 			watch_once(&w);
 			/* a watch that ends at once, again and again, must not
 			 * become a tight loop */
-			if (!w.done && now_ms() - t0 < 1000)
+			if (!w.done && clock_now_ms() - t0 < 1000)
 				pause_ms(&w, c->cfg.poll_ms);
 		}
 		if (!w.done) {

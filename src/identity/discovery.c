@@ -17,18 +17,12 @@
 #include "identity/jws.h"
 #include "identity/x509.h"
 #include "kube/kubeconfig.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define CLUSTER_INFO_PATH  "/api/v1/namespaces/kube-public/configmaps/cluster-info"
 #define BODY_MAX	   (1u << 20)
 #define REQUEST_TIMEOUT_MS 10000L
-
-static long long now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static bool stopped(const struct discovery_config *c)
 {
@@ -186,8 +180,8 @@ static int confirm_with_ca(const struct discovery_config *c, const char *token_i
 
 static void pause_ms(const struct discovery_config *c, long long ms)
 {
-	long long end = now_ms() + ms;
-	while (!stopped(c) && now_ms() < end) {
+	long long end = clock_now_ms() + ms;
+	while (!stopped(c) && clock_now_ms() < end) {
 		struct timespec ts = {0, 100 * 1000 * 1000};
 		nanosleep(&ts, NULL);
 	}
@@ -234,13 +228,13 @@ int discovery_run(const struct discovery_config *c, struct discovery_result *out
 		jws_token_wipe(&t);
 		return err_printf(err, "no server to discover"), -1;
 	}
-	long long deadline = now_ms() + (c->timeout_ms ? c->timeout_ms : 120000u);
+	long long deadline = clock_now_ms() + (c->timeout_ms ? c->timeout_ms : 120000u);
 	int rc;
 	for (;;) {
 		rc = round_over_servers(c, &t, out, err);
 		if (rc != 1)
 			break;
-		if (stopped(c) || now_ms() >= deadline) {
+		if (stopped(c) || clock_now_ms() >= deadline) {
 			rc = -1;
 			break;
 		}

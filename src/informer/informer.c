@@ -50,6 +50,7 @@
 #include <time.h>
 
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define PAUSE_FIRST_MS	   1000u
@@ -89,14 +90,6 @@ struct informer {
 };
 
 /* ---- small helpers ---- */
-
-static long now_ms(void)
-{
-	struct timespec t;
-	if (clock_gettime(CLOCK_MONOTONIC, &t) < 0)
-		return 0; /* cannot fail with a valid clock id */
-	return (long)t.tv_sec * 1000L + t.tv_nsec / 1000000L;
-}
 
 char *informer_query_escape(const char *s)
 {
@@ -535,7 +528,7 @@ static enum outcome do_watch(struct informer *inf, long *open_ms, size_t *events
 	enum outcome o;
 	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
 	r.d = watch_decoder_new(watch_event, &r);
-	long t0 = now_ms();
+	long t0 = clock_now_ms();
 	*open_ms = 0;
 	*events = 0;
 	if (!h || !r.d || watch_url(inf, &url) < 0 ||
@@ -548,7 +541,7 @@ static enum outcome do_watch(struct informer *inf, long *open_ms, size_t *events
 	inf->watching = true;
 	CURLcode res = run(inf, r.e, h);
 	inf->watching = false;
-	*open_ms = now_ms() - t0;
+	*open_ms = clock_now_ms() - t0;
 	*events = r.events;
 	if (!r.code && res == CURLE_OK)
 		r.code = body_code(r.e);
@@ -610,7 +603,7 @@ static void *informer_main(void *arg)
 	while (!atomic_load(&inf->stop)) {
 		unsigned wait = 0;
 		if (atomic_load(&inf->relist_wanted)) {
-			long since = now_ms() - last_list_ms;
+			long since = clock_now_ms() - last_list_ms;
 			if (last_list_ms && since < (long)RELIST_MIN_MS &&
 			    !pause_plain(inf, (unsigned)(RELIST_MIN_MS - since)))
 				break;
@@ -618,7 +611,7 @@ static void *informer_main(void *arg)
 			need_list = true;
 		}
 		if (need_list) {
-			last_list_ms = now_ms();
+			last_list_ms = clock_now_ms();
 			enum outcome o = do_list(inf);
 			if (o == STOPPED)
 				break;

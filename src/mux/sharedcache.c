@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "mux/sharedcache_internal.h"
+#include "util/clock.h"
 
 #define DEFAULT_MAX_EVENTS 10000
 #define DEFAULT_MAX_AGE_MS (3 * 60 * 1000) /* YurtHub's watch cache history */
@@ -32,14 +33,6 @@ const char *mux_status_name(enum mux_status s)
 	return "?";
 }
 
-int64_t mux_now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 void mux_cache_wait_until(struct mux_cache *c, int64_t deadline_ms)
 {
 	struct timespec ts = {.tv_sec = deadline_ms / 1000,
@@ -51,7 +44,7 @@ void mux_cache_wait_until(struct mux_cache *c, int64_t deadline_ms)
 /* The cache's clock, for the ages of events. */
 static int64_t event_clock(const struct mux_cache *c)
 {
-	return c->cfg.clock_ms ? c->cfg.clock_ms(c->cfg.clock_ctx) : mux_now_ms();
+	return c->cfg.clock_ms ? c->cfg.clock_ms(c->cfg.clock_ctx) : clock_now_ms();
 }
 
 /* ---- life ---- */
@@ -523,7 +516,7 @@ enum mux_status mux_cache_replace(struct mux_cache *c, struct mux_obj **objs, si
 
 enum mux_status mux_cache_wait_rv(struct mux_cache *c, uint64_t rv, int64_t timeout_ms)
 {
-	int64_t deadline = mux_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = clock_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	enum mux_status st;
 
 	pthread_mutex_lock(&c->lock);
@@ -536,7 +529,7 @@ enum mux_status mux_cache_wait_rv(struct mux_cache *c, uint64_t rv, int64_t time
 			st = MUX_OK;
 			break;
 		}
-		if (mux_now_ms() >= deadline) {
+		if (clock_now_ms() >= deadline) {
 			st = MUX_TIMEOUT;
 			break;
 		}

@@ -30,8 +30,6 @@ struct mux_cache {
 	size_t watchers; /* registered, not yet freed */
 };
 
-/* The system's monotonic clock in milliseconds: timed waits and bookmarks. */
-int64_t mux_now_ms(void);
 /* pthread_cond_timedwait on c->changed (which runs on the monotonic clock)
  * until deadline_ms; c->lock held. */
 void mux_cache_wait_until(struct mux_cache *c, int64_t deadline_ms);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "mux/sharedcache_internal.h"
+#include "util/clock.h"
 
 struct mux_watcher {
 	struct mux_cache *cache;
@@ -100,7 +101,7 @@ enum mux_status mux_watch(struct mux_cache *c, const struct mux_watch_options *o
 	if (opts->filter)
 		w->filter = *opts->filter;
 	w->bookmark_interval_ms = opts->bookmark_interval_ms;
-	w->last_sent_ms = mux_now_ms();
+	w->last_sent_ms = clock_now_ms();
 	pthread_mutex_lock(&c->lock);
 	st = place(w, opts->from_rv);
 	if (st == MUX_OK)
@@ -213,7 +214,7 @@ static enum take take(struct mux_watcher *w, int64_t deadline, struct mux_event 
 		}
 		if (c->rv > w->progress)
 			w->progress = c->rv; /* seen all: current at the cache's rv */
-		now = mux_now_ms();
+		now = clock_now_ms();
 		if (bookmark_due(w, now)) {
 			what = TAKE_BOOKMARK;
 			break;
@@ -231,13 +232,13 @@ static enum take take(struct mux_watcher *w, int64_t deadline, struct mux_event 
 static void sent(struct mux_watcher *w, uint64_t rv)
 {
 	w->last_sent_rv = rv;
-	w->last_sent_ms = mux_now_ms();
+	w->last_sent_ms = clock_now_ms();
 }
 
 enum mux_status mux_watcher_next(struct mux_watcher *w, int64_t timeout_ms,
 				 struct mux_delivery *out)
 {
-	int64_t deadline = mux_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	int64_t deadline = clock_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	enum mux_status st = MUX_OK;
 
 	*out = (struct mux_delivery){0};

@@ -5,13 +5,13 @@
  */
 #include "proxy/multiplexer.h"
 
-#include <ctype.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
 
+#include "cache/cacheable.h"
 #include "cloud/upstream.h"
 #include "cluster/cluster.h"
 #include "config.h"
@@ -22,6 +22,7 @@
 #include "proxy/multiplexer_internal.h"
 #include "proxy/proxy.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* One pool-scope resource: its cache and its upstream, made by the first
@@ -66,13 +67,6 @@ struct multiplexer {
 	struct upstream *up;   /* whether the cloud is reachable; NULL: assume so */
 	int64_t hold_until_ms; /* no upstream starts before (0: none) */
 };
-
-int64_t mux_clock_ms(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 /* ---- the upstream: an informer feeding a shared cache ---- */
 
@@ -202,7 +196,7 @@ static int start_resource(struct multiplexer *m, struct mux_resource *r)
 		return -1;
 	if (!r->cache && !(r->cache = mux_cache_new(NULL)))
 		return -1;
-	if (m->hold_until_ms && mux_clock_ms() < m->hold_until_ms)
+	if (m->hold_until_ms && clock_now_ms() < m->hold_until_ms)
 		return 0; /* its clients wait (wait_first_list starts it) */
 	m->hold_until_ms = 0;
 	struct informer_spec spec = {.path = r->path,
@@ -362,10 +356,8 @@ struct multiplexer *multiplexer_new(const char *proxy_url, const char *node_name
 	}
 	m->proxy_url = proxy_url ? strdup(proxy_url) : NULL;
 	m->user_agent = str_printf("multiplexer-proxy-%s", node_name);
-	m->component = m->user_agent ? strdup(m->user_agent) : NULL;
+	m->component = cache_mux_component(node_name);
 	bool ok = (!proxy_url || m->proxy_url) && m->user_agent && m->component;
-	for (char *c = m->component; c && *c; c++)
-		*c = (char)tolower((unsigned char)*c); /* as components are */
 	if (!ok || set_resources_locked(m, resources, n) < 0) {
 		multiplexer_free(m);
 		return NULL;
@@ -386,7 +378,7 @@ void multiplexer_set_cloud(struct multiplexer *m, struct upstream *up,
 void multiplexer_hold(struct multiplexer *m, long ms)
 {
 	pthread_mutex_lock(&m->lock);
-	m->hold_until_ms = mux_clock_ms() + ms;
+	m->hold_until_ms = clock_now_ms() + ms;
 	pthread_mutex_unlock(&m->lock);
 }
 

@@ -50,10 +50,6 @@ void mux_request_free(struct mux_request *r);
  * closed) and *rc is the handler's result. */
 int mux_wait_ready(struct mux_cache *c, struct request *req, uint64_t rv, int *rc);
 
-/* Milliseconds on the monotonic clock: the start-up hold, watch deadlines
- * and heartbeats. */
-int64_t mux_clock_ms(void);
-
 /* Copy what is left of b from *off on into out, at most max bytes, and
  * move *off on: the answers' read callbacks hand out what they produced. */
 size_t mux_hand_out(const struct buf *b, size_t *off, char *out, size_t max);

@@ -30,6 +30,7 @@
 #include "proxy/multiplexer_internal.h"
 #include "proxy/proxy.h"
 #include "util/buf.h"
+#include "util/clock.h"
 
 #define WATCH_CHUNK (16u << 10)
 #define BOOKMARK_MS 30000
@@ -100,7 +101,7 @@ static int write_expired(struct watch_answer *a)
  * the client left)? */
 static bool over(struct watch_answer *a)
 {
-	return atomic_load(&a->p->stopping) || mux_clock_ms() >= a->deadline_ms ||
+	return atomic_load(&a->p->stopping) || clock_now_ms() >= a->deadline_ms ||
 	       local_client_left(a->client_fd);
 }
 
@@ -114,7 +115,7 @@ static int next_event(struct watch_answer *a)
 	case MUX_OK: {
 		int rc = write_event(a, &d);
 		mux_obj_unref(d.obj);
-		a->last_written_ms = mux_clock_ms();
+		a->last_written_ms = clock_now_ms();
 		return rc;
 	}
 	case MUX_TIMEOUT:
@@ -122,8 +123,8 @@ static int next_event(struct watch_answer *a)
 		/* a heartbeat while nothing moves (the cloud out of reach): the
 		 * client's silence detector, like kube-apiserver's bookmarks */
 		if (!a->done && a->bookmarks &&
-		    mux_clock_ms() - a->last_written_ms >= BOOKMARK_MS) {
-			a->last_written_ms = mux_clock_ms();
+		    clock_now_ms() - a->last_written_ms >= BOOKMARK_MS) {
+			a->last_written_ms = clock_now_ms();
 			return write_bookmark(a, mux_watcher_progress(a->w));
 		}
 		return 0;
@@ -221,9 +222,9 @@ int mux_answer_watch(struct proxy *p, struct request *req, struct mux_request *r
 	a->req = r;
 	a->client_fd = request_client_fd(req);
 	a->bookmarks = req->ri.allow_watch_bookmarks;
-	a->last_written_ms = mux_clock_ms();
+	a->last_written_ms = clock_now_ms();
 	a->deadline_ms =
-	    mux_clock_ms() + 1000 * (int64_t)local_watch_seconds(&req->ri, p->min_request_timeout);
+	    clock_now_ms() + 1000 * (int64_t)local_watch_seconds(&req->ri, p->min_request_timeout);
 	uint64_t from;
 	int rc = 0;
 	if (start_rv(&req->ri, &from) < 0) {

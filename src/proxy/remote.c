@@ -25,6 +25,7 @@
 #include "kube/framing.h"
 #include "proxy/multiplexer.h"
 #include "proxy/proxy.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define READ_BLOCK	(64u << 10)
@@ -248,13 +249,6 @@ static bool have_data(const struct remote *r)
 	return r->pending.len > r->pending_off;
 }
 
-static long ms_since(const struct timespec *t0)
-{
-	struct timespec now;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (long)(now.tv_sec - t0->tv_sec) * 1000L + (now.tv_nsec - t0->tv_nsec) / 1000000L;
-}
-
 /* A request without an answer for a while may be on a dead link: the
  * health checker probes at once, and once it calls the backend unhealthy
  * the request is given up, and its client is answered from the cache
@@ -264,7 +258,7 @@ static long ms_since(const struct timespec *t0)
 static bool backend_gone(struct remote *r, bool want_headers)
 {
 	if (want_headers && !r->suspected && !r->b->leader &&
-	    ms_since(&r->t0) >= health_suspect_ms(r->p->health)) {
+	    clock_ms_since(&r->t0) >= health_suspect_ms(r->p->health)) {
 		r->suspected = true;
 		health_suspect(r->p->health, r->b);
 	}
