@@ -361,6 +361,29 @@ def seed_patches(items):
         add("fuzz_patch", bytes([2]) + compact(lease).encode() + b"\0" + compact(p).encode())
 
 
+def seed_podendpoints(items):
+    """Pods with the endpoints that target them, and the changes kubelet
+    reports offline: a new IP, NotReady, terminating."""
+    pods = [o for o in items if o.get("kind") == "Pod"]
+    ends = [o for o in items if o.get("kind") in ("EndpointSlice", "Endpoints")]
+    variants = []
+    for pod in pods[:6]:
+        for ip, ready, gone in (("10.244.9.9", True, False), (None, False, False),
+                                (None, True, True), ("fd00::9", True, False)):
+            p = json.loads(compact(pod))
+            st = p.setdefault("status", {})
+            if ip:
+                st["podIP"], st["podIPs"] = ip, [{"ip": ip}]
+            st["conditions"] = [{"type": "Ready", "status": "True" if ready else "False"}]
+            if gone:
+                p["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+            variants.append(p)
+    for i, p in enumerate(variants):
+        for e in ends:
+            add("fuzz_podendpoints", compact(p).encode() + b"\0" + compact(e).encode())
+    add("fuzz_podendpoints", b'{"metadata":{"name":"p","namespace":"n"}}\0{"subsets":[{}]}')
+
+
 def views_json(views):
     return compact({"views": [{"namespace": ns, "labelSelector": ls, "fieldSelector": fs,
                                "resourceVersion": rv} for ns, ls, fs, rv in views]}) + "\n"
@@ -488,6 +511,7 @@ def main():
     seed_requests()
     seed_selectors(items)
     seed_patches(items)
+    seed_podendpoints(items)
     seed_records()
     seed_kubeconfigs()
     seed_etcd(etcd)
