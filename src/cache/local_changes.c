@@ -155,6 +155,34 @@ static uint64_t json_rv(json_t *o, const char *field)
 	return v > 0 ? (uint64_t)v : 0;
 }
 
+/* A new entry at the end of the journal; 0 or -1 (ENOMEM).  Lock held, or
+ * the journal not yet shared (load). */
+static int append_locked(struct local_changes *lc, const char *comp, const char *g, const char *v,
+			 const char *r, const char *ns, const char *name, uint64_t rv)
+{
+	if (lc->n == lc->cap) {
+		size_t cap = lc->cap ? lc->cap * 2 : 16;
+		struct local_change *grown = realloc(lc->v, cap * sizeof *grown);
+		if (!grown)
+			return -1;
+		lc->v = grown;
+		lc->cap = cap;
+	}
+	if (change_set(&lc->v[lc->n], comp, g, v, r, ns, name, rv) < 0)
+		return -1;
+	lc->n++;
+	return 0;
+}
+
+/* Take entry c out of the journal (the last one takes its place).  Lock
+ * held. */
+static void remove_locked(struct local_changes *lc, struct local_change *c)
+{
+	change_free(c);
+	*c = lc->v[--lc->n];
+	atomic_store(&lc->n_pub, lc->n);
+}
+
 static void load_entry(struct local_changes *lc, json_t *e)
 {
 	const char *f[6] = {"component", "group", "version", "resource", "namespace", "name"};
@@ -165,16 +193,7 @@ static void load_entry(struct local_changes *lc, json_t *e)
 	uint64_t rv = json_rv(e, "rv");
 	if (!*s[0] || !*s[3] || !*s[5] || !rv)
 		return;
-	if (lc->n == lc->cap) {
-		size_t cap = lc->cap ? lc->cap * 2 : 16;
-		struct local_change *v = realloc(lc->v, cap * sizeof *v);
-		if (!v)
-			return;
-		lc->v = v;
-		lc->cap = cap;
-	}
-	if (change_set(&lc->v[lc->n], s[0], s[1], s[2], s[3], s[4], s[5], rv) == 0)
-		lc->n++;
+	append_locked(lc, s[0], s[1], s[2], s[3], s[4], s[5], rv);
 }
 
 static void load(struct local_changes *lc)
@@ -381,19 +400,8 @@ static int journal_locked(struct local_changes *lc, const struct store_key *k, u
 		c->rv = rv;
 		return 0;
 	}
-	if (lc->n == lc->cap) {
-		size_t cap = lc->cap ? lc->cap * 2 : 16;
-		struct local_change *v = realloc(lc->v, cap * sizeof *v);
-		if (!v)
-			return -1;
-		lc->v = v;
-		lc->cap = cap;
-	}
-	if (change_set(&lc->v[lc->n], k->component, k->group, k->version, k->resource, k->namespace,
-		       k->name, rv) < 0)
-		return -1;
-	lc->n++;
-	return 0;
+	return append_locked(lc, k->component, k->group, k->version, k->resource, k->namespace,
+			     k->name, rv);
 }
 
 /* The journal entries for keys at rv; the old rvs in was[] (0: a new
@@ -419,8 +427,7 @@ static void unjournal_locked(struct local_changes *lc, const struct store_key *k
 		if (c && was[i]) {
 			c->rv = was[i];
 		} else if (c) {
-			change_free(c);
-			*c = lc->v[--lc->n];
+			remove_locked(lc, c);
 		}
 	}
 }
@@ -589,9 +596,7 @@ void local_changes_write_failed(struct local_changes *lc, const struct store_key
 		c->rv = stored_rv; /* an earlier local change, still there */
 		save_locked(lc);
 	} else if (c) {
-		change_free(c);
-		*c = lc->v[--lc->n];
-		atomic_store(&lc->n_pub, lc->n);
+		remove_locked(lc, c);
 		save_locked(lc);
 	}
 	pthread_mutex_unlock(&lc->lock);
@@ -604,9 +609,7 @@ void local_changes_settled(struct local_changes *lc, const struct store_key *key
 	pthread_mutex_lock(&lc->lock);
 	struct local_change *c = find_locked(lc, key);
 	if (c) {
-		change_free(c);
-		*c = lc->v[--lc->n];
-		atomic_store(&lc->n_pub, lc->n);
+		remove_locked(lc, c);
 		save_locked(lc);
 	}
 	pthread_mutex_unlock(&lc->lock);
