@@ -37,6 +37,9 @@ def verbose(hub):
 
 def test_signal(t, double, hub):
     t.check("before any client: yurthub_autonomy_ready 0", verdict(hub) == 0, verdict(hub))
+    # the hub is ready once its filters' informers have synced with the
+    # cloud; on a busy machine that takes a moment after the start
+    wait_for(lambda: verbose(hub)[0] == 200, 20, what="the hub ready")
     s, text = verbose(hub)
     t.check("/v1/readyz?verbose: the hub is ready, autonomy not, and why",
             s == 200 and "[-]autonomy not ready: kubelet's pods are not cached" in text, text)
