@@ -72,6 +72,16 @@ static const struct field_table *core_table(const char *resource)
 	return NULL;
 }
 
+static const char *const DEFAULT[] = {"metadata.name", "metadata.namespace", NULL};
+
+const char *const *field_labels_of(const char *group, const char *resource)
+{
+	if ((group && *group) || !resource)
+		return NULL;
+	const struct field_table *t = core_table(resource);
+	return t ? t->labels : DEFAULT;
+}
+
 int field_labels_check(const char *group, const char *resource, const struct selector *fields,
 		       char **why)
 {
@@ -79,7 +89,6 @@ int field_labels_check(const char *group, const char *resource, const struct sel
 	if ((group && *group) || !resource)
 		return 0;
 	const struct field_table *t = core_table(resource);
-	static const char *const DEFAULT[] = {"metadata.name", "metadata.namespace", NULL};
 	for (size_t i = 0; i < selector_term_count(fields); i++) {
 		const char *label = selector_term_key(fields, i);
 		if (listed(t ? t->labels : DEFAULT, label))

@@ -19,4 +19,10 @@
 int field_labels_check(const char *group, const char *resource, const struct selector *fields,
 		       char **why);
 
+/* The fields clients may select on for the resource of group ("" for
+ * core), NULL-terminated: its table, or metadata.name and metadata.namespace
+ * for other core resources.  NULL for other groups, whose selectable fields
+ * the hub does not know. */
+const char *const *field_labels_of(const char *group, const char *resource);
+
 #endif
