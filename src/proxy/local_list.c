@@ -129,7 +129,12 @@ static enum store_err gen_iter(struct gen *g, const char *component, const struc
 	enum store_err e = store_key_build(g->p->store, &info, &root);
 	if (e != STORE_OK)
 		return e;
-	e = store_iter_begin(g->p->store, &root, start_after, &g->it);
+	/* Only objects that may match are read - unless the list's rv is
+	 * its newest object's (a view the Go YurtHub wrote), which takes
+	 * every object. */
+	struct store_match m = {g->ls, g->fs};
+	e = store_iter_begin_matching(g->p->store, &root, start_after, g->view_rv ? &m : NULL,
+				      &g->it);
 	store_key_free(&root);
 	return e;
 }

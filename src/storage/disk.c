@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "kube/meta.h"
+#include "kube/selectable.h"
 #include "storage/disk_internal.h"
 #include "util/fsutil.h"
 #include "util/log.h"
@@ -413,6 +414,13 @@ static int lock_object(struct disk_store *d, const struct store_key *key, struct
 	return 0;
 }
 
+/* The object's path inside its resource directory: the index's name. */
+static const char *object_rel(const struct store_key *key, const struct object_locks *l)
+{
+	size_t n = strlen(l->resdir);
+	return key->path[n] == '/' ? key->path + n + 1 : key->path + n;
+}
+
 static void unlock_object(struct disk_store *d, struct object_locks *l)
 {
 	disk_unlock_key(l->key);
@@ -460,6 +468,14 @@ static enum store_err write_object(struct disk_store *d, const struct store_key 
 		rc = ensure_views_marker(d, key->component, resdir_name(locks.resdir));
 		if (rc == 0)
 			rc = commit_object(d, key, data, len);
+		if (rc == 0) {
+			uint64_t new_rv = 0;
+			kube_meta_rv(data, len, &new_rv);
+			/* no memory: the index marks itself stale, and is built
+			 * again when next needed; the write itself is done */
+			disk_index_put(d, key->component, resdir_name(locks.resdir),
+				       object_rel(key, &locks), new_rv, data, len);
+		}
 		if (rc < 0)
 			e = store_fail_errno(rc);
 	}
@@ -561,6 +577,7 @@ static enum store_err disk_delete(struct store *s, const struct store_key *key)
 		pthread_rwlock_t *rl =
 		    disk_lock_resource(d, key->component, resdir_name(resdir), DISK_EXCLUSIVE);
 		rc = delete_tree(d, key, resdir_name(resdir));
+		disk_index_forget(d, key->component, resdir_name(resdir));
 		disk_unlock_resource(d, rl);
 		free(resdir);
 	} else {
@@ -574,6 +591,9 @@ static enum store_err disk_delete(struct store *s, const struct store_key *key)
 			rc = unlink_object(d, key->path);
 		else if (rc == -ENOENT || rc == -ENOTDIR)
 			rc = 0; /* deleting what is not there is not an error */
+		if (rc == 0)
+			disk_index_remove(d, key->component, resdir_name(locks.resdir),
+					  object_rel(key, &locks));
 		unlock_object(d, &locks);
 	}
 	if (rc == -EISDIR)
@@ -594,10 +614,14 @@ static enum store_err delete_unless_newer(struct disk_store *d, const struct sto
 		return STORE_NOMEM;
 	int rc = fs_read_file_at(d->base_fd, key->path, &old, DISK_OBJECT_MAX);
 	uint64_t stored = 0;
-	if (rc == 0 && (kube_meta_rv(old.data, old.len, &stored) < 0 || stored < rv))
+	if (rc == 0 && (kube_meta_rv(old.data, old.len, &stored) < 0 || stored < rv)) {
 		rc = unlink_object(d, key->path);
-	else if (rc == -ENOENT || rc == -ENOTDIR)
+		if (rc == 0)
+			disk_index_remove(d, key->component, resdir_name(locks.resdir),
+					  object_rel(key, &locks));
+	} else if (rc == -ENOENT || rc == -ENOTDIR) {
 		rc = 0; /* not held: nothing to do */
+	}
 	unlock_object(d, &locks);
 	buf_free(&old);
 	if (rc == -EISDIR)
@@ -699,12 +723,8 @@ static void free_names(char **names, size_t n)
 	free(names);
 }
 
-/* Calls fn for every object file of a collection: files directly in dir, and
- * files one level down (namespaces) when the collection spans namespaces. */
-typedef int (*object_path_fn)(void *ctx, const char *ns, const char *name, const char *path);
-
-static int walk_collection(int base_fd, const char *dir, const char *dir_ns, object_path_fn fn,
-			   void *ctx)
+int disk_walk_collection(int base_fd, const char *dir, const char *dir_ns, object_path_fn fn,
+			 void *ctx)
 {
 	char **files = NULL, **subdirs = NULL;
 	size_t nfiles = 0, nsub = 0;
@@ -790,8 +810,8 @@ static enum store_err walk_locked(struct list_walk *w, const char *resdir)
 	} else if (rc == 0) {
 		rc = -ENOTDIR;
 	} else if (rc == 1) {
-		rc =
-		    walk_collection(d->base_fd, w->root->path, w->root->namespace, visit_object, w);
+		rc = disk_walk_collection(d->base_fd, w->root->path, w->root->namespace,
+					  visit_object, w);
 	}
 	disk_unlock_resource(d, rl);
 	if (w->err)
@@ -937,6 +957,18 @@ static bool after_start(const char *ns, const char *name, const char *start)
 	return strcmp(name, slash + 1) > 0;
 }
 
+/* Collected: skip to start_after, and set what iter_next hands out. */
+static void iter_ready(struct disk_iter *it, const char *start_after)
+{
+	if (start_after && *start_after)
+		while (it->next < it->n &&
+		       !after_start(it->e[it->next].ns, it->names.data + it->e[it->next].name_at,
+				    start_after))
+			it->next++;
+	it->current = it->root;
+	it->current.is_root = 0;
+}
+
 static enum store_err disk_iter_begin(struct store *s, const struct store_key *root,
 				      const char *start_after, struct store_iter **out)
 {
@@ -962,8 +994,8 @@ static enum store_err disk_iter_begin(struct store *s, const struct store_key *r
 		} else {
 			pthread_rwlock_t *rl = disk_lock_resource(d, root->component,
 								  resdir_name(resdir), DISK_SHARED);
-			rc = walk_collection(d->base_fd, root->path, root->namespace, collect_entry,
-					     it);
+			rc = disk_walk_collection(d->base_fd, root->path, root->namespace,
+						  collect_entry, it);
 			disk_unlock_resource(d, rl);
 			free(resdir);
 		}
@@ -976,13 +1008,122 @@ static enum store_err disk_iter_begin(struct store *s, const struct store_key *r
 		disk_iter_free(&it->base);
 		return e;
 	}
-	if (start_after && *start_after)
-		while (it->next < it->n &&
-		       !after_start(it->e[it->next].ns, it->names.data + it->e[it->next].name_at,
-				    start_after))
-			it->next++;
-	it->current = it->root;
-	it->current.is_root = 0;
+	iter_ready(it, start_after);
+	*out = &it->base;
+	return STORE_OK;
+}
+
+/* ---- the same, leaving out what the index says cannot match ---- */
+
+struct candidate {
+	const char *ns, *name; /* into rel (ns "" for cluster-scoped objects) */
+	char *rel;
+};
+
+static int cmp_candidates(const void *a, const void *b)
+{
+	const struct candidate *x = a, *y = b;
+	int c = strcmp(x->ns, y->ns);
+	return c ? c : strcmp(x->name, y->name);
+}
+
+static void candidates_free(struct candidate *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(c[i].rel);
+	free(c);
+}
+
+/* The objects of ri under root that may match: each object's path split in
+ * (namespace, name), sorted as the directory walk gives them.  Under the
+ * resource lock, shared. */
+static int index_candidates(struct res_index *ri, const struct store_key *root,
+			    const struct store_match *m, struct candidate **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	size_t nslen = strlen(root->namespace), cap = 0;
+	int rc = 0;
+	pthread_mutex_lock(&ri->lock);
+	struct strmap_entry *e;
+	for (size_t i = 0; rc == 0 && (e = strmap_next(&ri->objs, &i));) {
+		const char *slash = strchr(e->key, '/');
+		if (nslen && (!slash || (size_t)(slash - e->key) != nslen ||
+			      strncmp(e->key, root->namespace, nslen)))
+			continue;
+		if (!index_obj_matches(e->value, m->labels, m->fields))
+			continue;
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			struct candidate *c = realloc(*out, cap * sizeof *c);
+			if (!c) {
+				rc = -ENOMEM;
+				break;
+			}
+			*out = c;
+		}
+		char *rel = strdup(e->key);
+		if (!rel) {
+			rc = -ENOMEM;
+			break;
+		}
+		char *cut = slash ? rel + (slash - e->key) : NULL;
+		if (cut)
+			*cut = '\0';
+		(*out)[(*n)++] = (struct candidate){cut ? rel : "", cut ? cut + 1 : rel, rel};
+	}
+	pthread_mutex_unlock(&ri->lock);
+	if (rc == 0 && *n)
+		qsort(*out, *n, sizeof **out, cmp_candidates);
+	return rc;
+}
+
+static enum store_err disk_iter_begin_matching(struct store *s, const struct store_key *root,
+					       const char *start_after, const struct store_match *m,
+					       struct store_iter **out)
+{
+	struct disk_store *d = disk_of(s);
+	*out = NULL;
+	if (!root || !root->path || !root->is_root ||
+	    (selector_is_empty(m->labels) && selector_is_empty(m->fields)) ||
+	    !selectable_answers(root->group, root->resource, m->fields))
+		return disk_iter_begin(s, root, start_after, out);
+	char *resdir = key_resdir_path(root);
+	if (!resdir)
+		return STORE_NOMEM;
+	const char *name = resdir_name(resdir);
+	struct candidate *c = NULL;
+	size_t n = 0;
+	int rc = disk_index_ensure(d, root->component, name);
+	pthread_rwlock_t *rl = disk_lock_resource(d, root->component, name, DISK_SHARED);
+	struct res_index *ri = rc == 0 ? disk_index_find(d, root->component, name) : NULL;
+	if (ri)
+		rc = index_candidates(ri, root, m, &c, &n);
+	disk_unlock_resource(d, rl);
+	free(resdir);
+	if (!ri || rc < 0) { /* no index to go by: read everything */
+		candidates_free(c, n);
+		return disk_iter_begin(s, root, start_after, out);
+	}
+	struct disk_iter *it = calloc(1, sizeof *it);
+	enum store_err e = it ? STORE_OK : STORE_NOMEM;
+	if (it) {
+		it->base.store = s;
+		it->d = d;
+		it->dir_fd = -1;
+		struct store_key_info info = {root->component, root->group,	root->version,
+					      root->resource,  root->namespace, root->name};
+		e = key_build_disk(d->layout, &info, &it->root);
+	}
+	for (size_t i = 0; e == STORE_OK && i < n; i++)
+		if (collect_entry(it, c[i].ns, c[i].name, NULL) || it->oom)
+			e = STORE_NOMEM;
+	candidates_free(c, n);
+	if (e != STORE_OK) {
+		disk_iter_free(&it->base);
+		return e;
+	}
+	iter_ready(it, start_after);
 	*out = &it->base;
 	return STORE_OK;
 }
@@ -1221,6 +1362,7 @@ static enum store_err disk_delete_component(struct store *s, const char *compone
 	if (rc == 0 && data_moved)
 		rc = fs_fsync_dir_at(d->base_fd, ".");
 	atomic_fetch_add(&d->syncs, 2);
+	disk_index_forget_component(d, component);
 	disk_unlock_all(d);
 	if (views_moved)
 		disk_reap(d, vname);
@@ -1266,6 +1408,21 @@ static enum store_err disk_get_cluster_info(struct store *s, const char *url_pat
 
 /* ---- open and close ---- */
 
+size_t disk_store_index_bytes(struct store *s)
+{
+	return disk_index_bytes(disk_of(s));
+}
+
+size_t disk_store_index_objects(struct store *s)
+{
+	return disk_index_objects(disk_of(s));
+}
+
+int disk_store_index_check(struct store *s, char **why)
+{
+	return disk_index_check(disk_of(s), why);
+}
+
 static void disk_close(struct store *s)
 {
 	struct disk_store *d = disk_of(s);
@@ -1295,6 +1452,7 @@ static void disk_close(struct store *s)
 	pthread_rwlock_destroy(&d->global);
 	pthread_mutex_destroy(&d->reap_lock);
 	pthread_cond_destroy(&d->reap_cond);
+	disk_index_free(&d->index);
 	free(d->path);
 	free(d);
 }
@@ -1322,6 +1480,7 @@ static const struct store_ops disk_ops = {
     .iter_begin = disk_iter_begin,
     .iter_next = disk_iter_next,
     .iter_free = disk_iter_free,
+    .iter_begin_matching = disk_iter_begin_matching,
     .save_cluster_info = disk_save_cluster_info,
     .get_cluster_info = disk_get_cluster_info,
     .close = disk_close,
@@ -1426,6 +1585,7 @@ struct store *disk_store_open(const char *path, int flags, struct disk_recovery_
 	d->base_fd = d->priv_fd = d->staging_fd = d->journal_fd = d->views_fd = d->lock_fd = -1;
 	atomic_init(&d->seq, 1);
 	pthread_rwlock_init(&d->global, NULL);
+	disk_index_init(&d->index);
 	for (int i = 0; i < RES_STRIPES; i++)
 		pthread_rwlock_init(&d->res_locks[i], NULL);
 	for (int i = 0; i < KEY_STRIPES; i++)

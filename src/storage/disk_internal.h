@@ -12,6 +12,7 @@
 
 #include "storage/disk.h"
 #include "storage/disk_commit.h"
+#include "storage/disk_index.h"
 #include "storage/key.h"
 #include "storage/view.h"
 
@@ -49,6 +50,8 @@ struct disk_store {
 	struct reap_item *reap_head;
 	bool reaper_running, reaper_stop, reaper_busy;
 	pthread_t reaper;
+
+	struct disk_index index; /* what every file holds, for lists and relists */
 };
 
 static inline struct disk_store *disk_of(struct store *s)
@@ -93,6 +96,14 @@ int disk_syncfs(struct disk_store *d);
 /* Queue a staging entry for background removal. */
 void disk_reap(struct disk_store *d, const char *staging_name);
 
+/* Call fn for every object file of the collection dir (relative to
+ * base_fd): its files, with namespace dir_ns, and when dir_ns is "" the
+ * files one directory down too, with that directory's name as namespace.
+ * In name order.  fn returns non-zero to stop (returned then). */
+typedef int (*object_path_fn)(void *ctx, const char *ns, const char *name, const char *path);
+int disk_walk_collection(int base_fd, const char *dir, const char *dir_ns, object_path_fn fn,
+			 void *ctx);
+
 /* The view set of (component, resdir).  A resource directory that exists
  * without a view file was written by the Go YurtHub: it is read as one
  * unfiltered view of all namespaces (YurtHub's own meaning of it), and
@@ -125,7 +136,20 @@ struct disk_journal_rec {
 	char *resdir;
 	uint64_t ino; /* the new tree's inode: the swap happened if target has it */
 	struct view_set views;
+	/* A delta replace ("op":"delta"): tree holds only the new copies, to be
+	 * moved into target, and drops names the objects of target to remove
+	 * (paths inside target).  Its record being durable is its commit. */
+	bool delta;
+	char **drops;
+	size_t ndrops;
 };
+
+/* Apply a delta: move every file of the tree at n_fd (none when n_fd < 0)
+ * (and of its
+ * namespace directories) to the same path under t_fd, then remove the
+ * drops from t_fd.  Idempotent: what is moved or removed already is
+ * skipped, so recovery can run it again after a crash.  0 or -errno. */
+int disk_delta_apply(int n_fd, int t_fd, char *const *drops, size_t ndrops);
 
 /* 0, or -1 for bytes that are not such a record (it is then rolled back). */
 int disk_journal_decode(const char *data, size_t len, struct disk_journal_rec *out);

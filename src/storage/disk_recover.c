@@ -164,6 +164,9 @@ void disk_journal_rec_free(struct disk_journal_rec *r)
 	free(r->target);
 	free(r->component);
 	free(r->resdir);
+	for (size_t i = 0; i < r->ndrops; i++)
+		free(r->drops[i]);
+	free(r->drops);
 	view_set_free(&r->views);
 	memset(r, 0, sizeof *r);
 }
@@ -199,6 +202,37 @@ static bool resdir_ok(const char *resdir)
 	return true;
 }
 
+/* A delta's drops: paths inside the target, "<ns>/<name>" or "<name>",
+ * each part a name this store writes.  0, or -1 for anything else. */
+static int decode_drops(json_t *arr, struct disk_journal_rec *out)
+{
+	if (!json_is_array(arr))
+		return -1;
+	size_t n = json_array_size(arr);
+	if (!(out->drops = calloc(n ? n : 1, sizeof *out->drops)))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		const char *p = json_string_value(json_array_get(arr, i));
+		if (!p || !relative_path_ok(p))
+			return -1;
+		const char *slash = strchr(p, '/');
+		if (slash && (strchr(slash + 1, '/') || !key_segment_ok(slash + 1, KEY_NAME_MAX)))
+			return -1;
+		if (!(out->drops[out->ndrops] = strdup(p)))
+			return -1;
+		out->ndrops++;
+		char *cut = strchr(out->drops[i], '/');
+		if (cut)
+			*cut = '\0';
+		bool ok = key_segment_ok(out->drops[i], KEY_NAME_MAX);
+		if (cut)
+			*cut = '/';
+		if (!ok)
+			return -1;
+	}
+	return 0;
+}
+
 int disk_journal_decode(const char *data, size_t len, struct disk_journal_rec *out)
 {
 	memset(out, 0, sizeof *out);
@@ -211,11 +245,13 @@ int disk_journal_decode(const char *data, size_t len, struct disk_journal_rec *o
 	out->component = json_strdup(j, "component");
 	out->resdir = json_strdup(j, "resdir");
 	int rc = -1;
-	if (op && !strcmp(op, "replace") && ino && views && out->tree && out->target &&
-	    out->component && out->resdir && key_component_ok(out->component) &&
+	out->delta = op && !strcmp(op, "delta");
+	if (op && (!strcmp(op, "replace") || out->delta) && ino && views && out->tree &&
+	    out->target && out->component && out->resdir && key_component_ok(out->component) &&
 	    out->tree[0] == 'r' && !strchr(out->tree, '/') && relative_path_ok(out->target) &&
 	    resdir_ok(out->resdir) && target_ok(out) &&
-	    view_set_decode(views, strlen(views), &out->views) == 0) {
+	    view_set_decode(views, strlen(views), &out->views) == 0 &&
+	    (!out->delta || decode_drops(json_object_get(j, "drops"), out) == 0)) {
 		kube_rv_parse(ino, strlen(ino), &out->ino);
 		rc = 0;
 	}
@@ -225,9 +261,37 @@ int disk_journal_decode(const char *data, size_t len, struct disk_journal_rec *o
 	return rc;
 }
 
+/* A delta's record is its commit: finish it (*forward).  Its target
+ * cannot have gone (nothing runs between the crash and this); if it has,
+ * there is nothing to finish it on, and the delta is dropped. */
+static int delta_roll(struct disk_store *d, const struct disk_journal_rec *r, bool *forward)
+{
+	int t_fd = fs_open_dir_at(d->base_fd, r->target);
+	if (t_fd < 0) {
+		fs_rm_rf_at(d->staging_fd, r->tree);
+		return t_fd == -ENOENT || t_fd == -ENOTDIR ? 0 : t_fd;
+	}
+	int n_fd = fs_open_dir_at(d->staging_fd, r->tree);
+	int rc = disk_delta_apply(n_fd, t_fd, r->drops, r->ndrops);
+	if (n_fd >= 0)
+		close(n_fd);
+	close(t_fd);
+	if (rc == 0)
+		rc = disk_syncfs(d);
+	if (rc == 0)
+		rc = disk_views_save(d, r->component, r->resdir, &r->views);
+	if (rc < 0)
+		return rc;
+	fs_rm_rf_at(d->staging_fd, r->tree);
+	*forward = true;
+	return 0;
+}
+
 /* Finish or undo the replace a decoded record announces. */
 static int journal_roll(struct disk_store *d, const struct disk_journal_rec *r, bool *forward)
 {
+	if (r->delta)
+		return delta_roll(d, r, forward);
 	int rc = 0;
 	struct stat st;
 	char old[64];

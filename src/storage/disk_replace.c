@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "kube/meta.h"
+#include "kube/selectable.h"
 #include "storage/disk_internal.h"
 #include "util/fsutil.h"
 #include "util/log.h"
@@ -61,55 +62,29 @@ struct replace {
 	char *tpath;   /* T, relative to the cache directory */
 	bool spans_ns; /* T holds namespace directories */
 	uint64_t list_rv;
-	int t_fd, n_fd;		/* T (or -1 when absent), N */
-	bool stranded;		/* the fallback moved T aside and could not put it back */
-	char tree[64];		/* N's name in staging */
-	char journal[48];	/* the record's name in journal/ */
-	struct strmap listed;	/* relative paths added, value: the listed rv */
-	struct strmap existing; /* relative paths in T (commit) */
-	struct strmap n_dirs;	/* namespace directories made in N */
-	struct view_set views;	/* loaded, then updated with this view */
-	bool had_views;		/* there was a view file before (or a marker we wrote) */
-	struct buf old_views;	/* its content, to put back when the replace fails */
+	int t_fd, n_fd;	      /* T (or -1 when absent), N */
+	bool stranded;	      /* the fallback moved T aside and could not put it back */
+	char tree[64];	      /* N's name in staging */
+	char journal[48];     /* the record's name in journal/ */
+	struct strmap listed; /* relative paths added, value: the listed rv */
+	struct strmap drops;  /* relative paths of T the commit removes */
+	size_t nputs;	      /* listed objects whose copy in N goes in */
+	size_t t_objects;     /* objects in T, as the index has them */
+	bool self_answers;    /* the index's documents answer the view's selectors */
+	bool delta_started;   /* a delta record is durable: the replace is committed */
+	char *group, *resource;
+	struct strmap n_dirs;  /* namespace directories made in N */
+	struct view_set views; /* loaded, then updated with this view */
+	bool had_views;	       /* there was a view file before (or a marker we wrote) */
+	struct buf old_views;  /* its content, to put back when the replace fails */
 	struct view_matcher self;
-	struct buf scratch, rel;
+	struct buf scratch, rel, irel;
 	struct pending_write *pending;
 	size_t npending, cap_pending, pending_bytes;
 };
 
 #define BATCH_FILES 1024 /* a batch of added objects written at once */
 #define BATCH_BYTES (4u << 20)
-
-/* ---- scanning T ---- */
-
-static int scan_dir_files(struct replace *r, int at_fd, const char *prefix)
-{
-	DIR *dp;
-	int rc = fs_opendir_at(at_fd, prefix ? prefix : ".", &dp);
-	if (rc < 0)
-		return rc;
-	struct dirent *de;
-	while (rc == 0 && (de = readdir(dp)) != NULL) {
-		const char *name = de->d_name;
-		if (name[0] == '.' || !strncmp(name, "tmp_", 4))
-			continue; /* never objects: left out of N */
-		unsigned char type = fs_entry_type(dp, de);
-		if (type == DT_DIR && !prefix && r->spans_ns) {
-			rc = scan_dir_files(r, dirfd(dp), name);
-			continue;
-		}
-		if (type != DT_REG)
-			continue; /* left out of N: nothing of ours is anything else */
-		buf_reset(&r->rel);
-		if (prefix ? buf_printf(&r->rel, "%s/%s", prefix, name)
-			   : buf_append_str(&r->rel, name))
-			rc = -ENOMEM;
-		else if (!strmap_put(&r->existing, r->rel.data, NULL))
-			rc = -ENOMEM;
-	}
-	closedir(dp);
-	return rc;
-}
 
 /* ---- building N ---- */
 
@@ -266,52 +241,48 @@ static int link_old(struct replace *r, const char *rel)
 	return linkat(r->t_fd, rel, r->n_fd, rel, 0) < 0 ? -errno : 0;
 }
 
-/* The stored copy's rv; -1 when it cannot be read or is not JSON. */
-static int stored_rv_stat(struct replace *r, const char *rel, uint64_t *rv, struct stat *st)
+/* ---- deciding, from the index, what the commit changes ---- */
+
+/* What add() decided for a listed object (the value of its entry in
+ * listed): SAME_AS_STORED when T held it at the listed rv (nothing written),
+ * else the index entry of the copy written into N, NULL once the commit
+ * found T's copy newer and kept that. */
+static char same_as_stored;
+#define SAME_AS_STORED ((void *)&same_as_stored)
+
+static bool is_put(const struct strmap_entry *l)
 {
-	int rc = fs_read_file_stat_at(r->t_fd, rel, &r->scratch, DISK_OBJECT_MAX, st);
-	if (rc < 0)
-		return rc;
-	return kube_meta_rv(r->scratch.data, r->scratch.len, rv) < 0 ? -EINVAL : 0;
+	return l && l->value && l->value != SAME_AS_STORED;
 }
 
-static int stored_rv(struct replace *r, const char *rel, uint64_t *rv)
+/* An object's path in the resource directory (the index's name) from its
+ * path in T. */
+static const char *index_rel(struct replace *r, const char *rel)
 {
-	return stored_rv_stat(r, rel, rv, NULL);
+	if (!*r->rec.namespace)
+		return rel;
+	buf_reset(&r->irel);
+	return buf_printf(&r->irel, "%s/%s", r->rec.namespace, rel) < 0 ? NULL : r->irel.data;
 }
 
-/* What add() saw of T's copy of a listed object, so that the merge at
- * commit needs only a stat, not a read, when T's copy has not changed. */
-struct seen_in_t {
-	ino_t ino;
-	uint64_t rv;
-};
-
-/* The rv of T's copy of a listed object at commit: from what add() saw when
- * the file is still the same one. */
-static int stored_rv_at_commit(struct replace *r, const struct strmap_entry *l, const char *rel,
-			       uint64_t *rv)
+/* The reverse: NULL for an object outside T. */
+static const char *t_rel(const struct replace *r, const char *irel)
 {
-	const struct seen_in_t *seen = l->value;
-	struct stat st;
-	if (seen && fs_stat_at(r->t_fd, rel, &st) == 0 && st.st_ino == seen->ino) {
-		*rv = seen->rv;
-		return 0;
-	}
-	return stored_rv(r, rel, rv);
+	size_t n = strlen(r->rec.namespace);
+	if (!n)
+		return irel;
+	return !strncmp(irel, r->rec.namespace, n) && irel[n] == '/' ? irel + n + 1 : NULL;
 }
 
 /* An object of T that the list did not return: keep it?  A copy the view
  * matches, not newer than the list, is stale whatever other views say (their
  * own watch or list brings the object back if it lives on, changed).  A copy
  * the view does not match is not the view's: this component got that copy
- * through another view or a read of its own, which answer for it. */
-static int keep_unlisted(struct replace *r, const char *rel)
+ * through another view or a read of its own, which answer for it.  The
+ * index answers, unless the view selects on what it does not hold. */
+static int keep_unlisted(struct replace *r, const char *rel, const struct index_obj *o)
 {
-	uint64_t rv = 0;
-	if (stored_rv(r, rel, &rv) < 0)
-		return 0; /* unreadable garbage inside the view: drop it */
-	if (rv > r->list_rv)
+	if (o->rv > r->list_rv)
 		return 1; /* written after the list's snapshot: not the list's to drop */
 	const char *slash = strchr(rel, '/');
 	char ns[KEY_NAME_MAX + 1] = "";
@@ -319,38 +290,98 @@ static int keep_unlisted(struct replace *r, const char *rel)
 		memcpy(ns, rel, (size_t)(slash - rel)), ns[slash - rel] = '\0';
 	else if (!slash && *r->rec.namespace)
 		snprintf(ns, sizeof ns, "%s", r->rec.namespace);
+	if (o->doc_len && r->self_answers)
+		return view_matcher_covers(&r->self, ns, o->doc, o->doc_len) != 1;
+	uint64_t rv = 0;
+	if (fs_read_file_at(r->t_fd, rel, &r->scratch, DISK_OBJECT_MAX) < 0 ||
+	    kube_meta_rv(r->scratch.data, r->scratch.len, &rv) < 0)
+		return 0; /* unreadable garbage inside the view: drop it */
 	return view_matcher_covers(&r->self, ns, r->scratch.data, r->scratch.len) != 1;
 }
 
-/* Merge T into N: the listed objects are in N already; T decides what else
- * goes in, and where its copy is newer than the listed one. */
-static int merge_old_tree(struct replace *r)
+/* Compare the list with T as the index has it, under the resource lock:
+ * where T's copy is newer than the one written into N, N's goes; what T
+ * holds that the list lacks is dropped or kept (keep_unlisted).  Counts
+ * the puts. */
+static int decide(struct replace *r, struct res_index *ri)
+{
+	struct strmap_entry *l;
+	for (size_t i = 0; (l = strmap_next(&r->listed, &i));) {
+		if (!is_put(l))
+			continue; /* as stored: T's copy, newer or not, stays */
+		const char *irel = index_rel(r, l->key);
+		if (!irel)
+			return -ENOMEM;
+		struct strmap_entry *cur = strmap_get(&ri->objs, irel);
+		/* Never regress: a stored copy newer than the listed one (a
+		 * watch event that raced the list) stays. */
+		if (cur && ((struct index_obj *)cur->value)->rv > l->num) {
+			if (unlinkat(r->n_fd, l->key, 0) < 0)
+				return -errno;
+			free(l->value);
+			l->value = NULL;
+		} else {
+			r->nputs++;
+		}
+	}
+	for (size_t i = 0; (l = strmap_next(&ri->objs, &i));) {
+		const char *rel = t_rel(r, l->key);
+		r->t_objects += rel != NULL;
+		if (!rel || strmap_get(&r->listed, rel))
+			continue;
+		if (!keep_unlisted(r, rel, l->value) && !strmap_put(&r->drops, rel, NULL))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A new tree: N gets every object of T that stays (listed as stored, newer
+ * than listed, or unlisted and kept) as a hard link. */
+static int link_kept(struct replace *r, struct res_index *ri)
 {
 	struct strmap_entry *e;
-	for (size_t i = 0; (e = strmap_next(&r->existing, &i));) {
-		struct strmap_entry *l = strmap_get(&r->listed, e->key);
-		int rc = 0;
-		if (l) {
-			uint64_t rv = 0;
-			/* Never regress: a stored copy newer than the listed one
-			 * (a watch event that raced the list) stays. */
-			if (stored_rv_at_commit(r, l, e->key, &rv) == 0 && rv > l->num) {
-				if (unlinkat(r->n_fd, e->key, 0) < 0)
-					return -errno;
-				rc = link_old(r, e->key);
-			}
-		} else if (keep_unlisted(r, e->key)) {
-			rc = link_old(r, e->key);
-		}
+	for (size_t i = 0; (e = strmap_next(&ri->objs, &i));) {
+		const char *rel = t_rel(r, e->key);
+		if (!rel || is_put(strmap_get(&r->listed, rel)) || strmap_get(&r->drops, rel))
+			continue;
+		int rc = link_old(r, rel);
 		if (rc < 0)
 			return rc;
 	}
 	return 0;
 }
 
+/* The index after the commit: the puts in, the drops out. */
+static void index_apply(struct replace *r, struct res_index *ri)
+{
+	struct strmap_entry *e;
+	for (size_t i = 0; (e = strmap_next(&r->listed, &i));) {
+		if (!is_put(e))
+			continue;
+		const char *irel = index_rel(r, e->key);
+		if (!irel)
+			free(e->value);
+		if (!irel || res_index_set(ri, irel, e->value) < 0)
+			atomic_store(&ri->stale, true);
+		e->value = NULL;
+	}
+	for (size_t i = 0; (e = strmap_next(&r->drops, &i));) {
+		const char *irel = index_rel(r, e->key);
+		if (!irel) {
+			atomic_store(&ri->stale, true);
+			continue;
+		}
+		pthread_mutex_lock(&ri->lock);
+		free(strmap_del(&ri->objs, irel));
+		pthread_mutex_unlock(&ri->lock);
+	}
+}
+
 /* ---- journal, swap, finish ---- */
 
-static int write_journal(struct replace *r)
+/* The record of this replace: a swap of N for T, or (delta) N's files
+ * moved into T and r->drops removed. */
+static int write_journal(struct replace *r, bool delta)
 {
 	struct stat st;
 	if (fstat(r->n_fd, &st) < 0)
@@ -362,10 +393,22 @@ static int write_journal(struct replace *r)
 	}
 	char ino[32];
 	snprintf(ino, sizeof ino, "%llu", (unsigned long long)st.st_ino);
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "op", "replace", "tree",
-			      r->tree, "target", r->tpath, "ino", ino, "component", r->component,
-			      "resdir", r->resdir, "views", buf_cstr(&views));
+	json_t *j =
+	    json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "op", delta ? "delta" : "replace",
+		      "tree", r->tree, "target", r->tpath, "ino", ino, "component", r->component,
+		      "resdir", r->resdir, "views", buf_cstr(&views));
 	buf_free(&views);
+	json_t *drops = delta && j ? json_array() : NULL;
+	struct strmap_entry *e;
+	for (size_t i = 0; drops && (e = strmap_next(&r->drops, &i));)
+		if (json_array_append_new(drops, json_string(e->key)) < 0) {
+			json_decref(drops);
+			drops = NULL;
+		}
+	if (delta && (!drops || json_object_set_new(j, "drops", drops) < 0)) {
+		json_decref(j);
+		j = NULL;
+	}
 	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	json_decref(j);
 	if (!text)
@@ -378,6 +421,209 @@ static int write_journal(struct replace *r)
 		rc = -errno;
 	free(text);
 	return rc;
+}
+
+/* ---- the delta: a relist that changed few objects ---- */
+
+static int move_files(int n_fd, int t_fd, const char *ns)
+{
+	DIR *dp;
+	int rc = fs_opendir_at(n_fd, ns ? ns : ".", &dp);
+	if (rc < 0)
+		return rc == -ENOENT && ns ? 0 : rc;
+	struct dirent *de;
+	struct buf rel = BUF_INIT;
+	while (rc == 0 && (de = readdir(dp)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		unsigned char type = fs_entry_type(dp, de);
+		if (type == DT_DIR && !ns) {
+			if (mkdirat(t_fd, de->d_name, FS_DIR_MODE) < 0 && errno != EEXIST)
+				rc = -errno;
+			else
+				rc = move_files(n_fd, t_fd, de->d_name);
+			continue;
+		}
+		if (type != DT_REG)
+			continue;
+		buf_reset(&rel);
+		if (ns ? buf_printf(&rel, "%s/%s", ns, de->d_name)
+		       : buf_append_str(&rel, de->d_name))
+			rc = -ENOMEM;
+		else if (renameat(n_fd, rel.data, t_fd, rel.data) < 0 && errno != ENOENT)
+			rc = -errno;
+	}
+	buf_free(&rel);
+	closedir(dp);
+	return rc;
+}
+
+int disk_delta_apply(int n_fd, int t_fd, char *const *drops, size_t ndrops)
+{
+	int rc = n_fd >= 0 ? move_files(n_fd, t_fd, NULL) : 0;
+	for (size_t i = 0; rc == 0 && i < ndrops; i++)
+		if (unlinkat(t_fd, drops[i], 0) < 0 && errno != ENOENT)
+			rc = -errno;
+	return rc;
+}
+
+/* Is the change small enough that moving it into T costs less than a new
+ * tree of T's size? */
+static bool delta_pays(const struct replace *r)
+{
+	return r->t_fd >= 0 && (r->nputs + r->drops.len) * 4 <= r->t_objects;
+}
+
+static int restore_views(struct replace *r);
+
+/* Where a delta keeps T's copies it replaces or drops, until it is durable:
+ * inside N, under a name no namespace can have and that recovery's
+ * disk_delta_apply() skips. */
+#define DELTA_OLD ".old"
+
+/* Move rel from one tree to the same path in another, making its
+ * namespace directory there if need be. */
+static int move_rel(int from_fd, int to_fd, const char *rel)
+{
+	const char *slash = strchr(rel, '/');
+	if (slash) {
+		char ns[KEY_NAME_MAX + 1];
+		size_t n = (size_t)(slash - rel);
+		if (n > KEY_NAME_MAX)
+			return -ENAMETOOLONG;
+		memcpy(ns, rel, n);
+		ns[n] = '\0';
+		if (mkdirat(to_fd, ns, FS_DIR_MODE) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	return renameat(from_fd, rel, to_fd, rel) < 0 ? -errno : 0;
+}
+
+/* One change of a delta, and what applying it did. */
+struct delta_step {
+	const char *rel; /* in T */
+	bool drop;	 /* else a put: N's copy goes in */
+	bool had_old;	 /* T's copy was kept in DELTA_OLD */
+};
+
+/* Apply the steps in order, keeping T's copies, so that undo_delta() can
+ * put everything back.  *done: the steps applied. */
+static int apply_delta(struct replace *r, int old_fd, struct delta_step *st, size_t n, size_t *done)
+{
+	for (*done = 0; *done < n; (*done)++) {
+		struct delta_step *s = &st[*done];
+		int rc = 0;
+		if (s->drop) {
+			rc = move_rel(r->t_fd, old_fd, s->rel);
+			s->had_old = rc == 0;
+			if (rc == -ENOENT)
+				rc = 0;
+		} else {
+			const char *slash = strchr(s->rel, '/');
+			if (slash) { /* T's copy keeps its path in DELTA_OLD */
+				char ns[KEY_NAME_MAX + 1];
+				snprintf(ns, sizeof ns, "%.*s", (int)(slash - s->rel), s->rel);
+				if (mkdirat(old_fd, ns, FS_DIR_MODE) < 0 && errno != EEXIST)
+					rc = -errno;
+			}
+			if (rc == 0 && linkat(r->t_fd, s->rel, old_fd, s->rel, 0) == 0)
+				s->had_old = true;
+			else if (rc == 0 && errno != ENOENT)
+				rc = -errno;
+			if (rc == 0)
+				rc = move_rel(r->n_fd, r->t_fd, s->rel);
+		}
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Put T back as it was before apply_delta(), N's copies back in N. */
+static int undo_delta(struct replace *r, int old_fd, const struct delta_step *st, size_t done)
+{
+	int rc = 0;
+	while (done-- > 0) {
+		const struct delta_step *s = &st[done];
+		int one = s->drop ? 0 : move_rel(r->t_fd, r->n_fd, s->rel);
+		if (one == 0 && s->had_old)
+			one = move_rel(old_fd, r->t_fd, s->rel);
+		if (one < 0 && rc == 0)
+			rc = one;
+	}
+	return rc;
+}
+
+static struct delta_step *delta_steps(struct replace *r, size_t *n)
+{
+	struct delta_step *st = malloc((r->nputs + r->drops.len + 1) * sizeof *st);
+	*n = 0;
+	if (!st)
+		return NULL;
+	struct strmap_entry *e;
+	for (size_t i = 0; (e = strmap_next(&r->listed, &i));)
+		if (is_put(e))
+			st[(*n)++] = (struct delta_step){e->key, false, false};
+	for (size_t i = 0; (e = strmap_next(&r->drops, &i));)
+		st[(*n)++] = (struct delta_step){e->key, true, false};
+	return st;
+}
+
+/* The record, a sync, the moves, a sync, the view file.  A failure puts T
+ * back and drops the record; if T cannot be put back, the record stays and
+ * the next start finishes the replace. */
+static int commit_delta(struct replace *r)
+{
+	struct disk_store *d = r->d;
+	size_t n = 0, done = 0;
+	struct delta_step *st = delta_steps(r, &n);
+	if (!st)
+		return -ENOMEM;
+	int old_fd = -1;
+	int rc = mkdirat(r->n_fd, DELTA_OLD, FS_DIR_MODE) < 0 ? -errno : 0;
+	if (rc == 0 && (old_fd = fs_open_dir_at(r->n_fd, DELTA_OLD)) < 0)
+		rc = old_fd;
+	if (rc == 0)
+		rc = write_journal(r, true);
+	if (rc == 0)
+		rc = disk_syncfs(d);
+	if (rc == 0)
+		rc = apply_delta(r, old_fd, st, n, &done);
+	if (rc == 0)
+		rc = disk_syncfs(d);
+	bool views_tried = rc == 0;
+	if (rc == 0)
+		rc = disk_views_save(d, r->component, r->resdir, &r->views);
+	if (rc < 0 && done) {
+		/* the new view file may be in place, its directory not synced */
+		int back = views_tried ? restore_views(r) : 0;
+		if (back < 0)
+			log_error("disk store: replace of %s failed, and its old view file cannot "
+				  "be put back: %s",
+				  r->tpath, strerror(-back));
+		/* Put back in the page cache: the record, removed by the caller,
+		 * decides only what a crash right now would leave. */
+		back = undo_delta(r, old_fd, st, done);
+		if (back < 0) {
+			r->delta_started = true; /* the record stays: recovery finishes it */
+			log_error(
+			    "disk store: replace of %s failed (%s) and cannot be undone (%s): "
+			    "the next start finishes it",
+			    r->tpath, strerror(-rc), strerror(-back));
+		}
+	}
+	free(st);
+	if (old_fd >= 0)
+		close(old_fd);
+	if (rc < 0)
+		return rc;
+	char name[sizeof r->journal];
+	snprintf(name, sizeof name, "%s", r->journal);
+	r->journal[0] = '\0';
+	if (unlinkat(d->journal_fd, name, 0) < 0)
+		log_warn("disk store: replace of %s done, but its journal record %s stays: %s",
+			 r->tpath, name, strerror(errno));
+	return 0;
 }
 
 static char *parent_path(const char *p)
@@ -620,17 +866,36 @@ static int commit_locked(struct replace *r)
 	r->t_fd = fs_open_dir_at(d->base_fd, r->tpath);
 	if (r->t_fd < 0 && r->t_fd != -ENOENT)
 		return r->t_fd;
-	if (r->t_fd >= 0 && (rc = scan_dir_files(r, r->t_fd, NULL)) < 0)
+	struct res_index *ri;
+	if ((rc = disk_index_load(d, r->component, r->resdir, &ri)) < 0)
 		return rc;
-	if ((rc = merge_old_tree(r)) < 0)
+	r->self_answers = selectable_answers(r->group, r->resource, r->self.fields);
+	if ((rc = decide(r, ri)) < 0)
 		return rc;
-	if ((rc = write_journal(r)) < 0)
+	if (r->t_fd >= 0 && !r->nputs && !r->drops.len) {
+		/* Nothing changed: the list's rv is all there is to record. */
+		return disk_views_save(d, r->component, r->resdir, &r->views);
+	}
+	if (delta_pays(r)) {
+		if ((rc = commit_delta(r)) == 0)
+			index_apply(r, ri);
+		else if (r->delta_started)
+			disk_index_forget(d, r->component, r->resdir); /* recovery decides */
+		return rc;
+	}
+	if (r->t_fd >= 0 && (rc = link_kept(r, ri)) < 0)
+		return rc;
+	if ((rc = write_journal(r, false)) < 0)
 		return rc;
 	if ((rc = disk_syncfs(d)) < 0)
 		return rc;
 	if ((rc = swap_in(r)) < 0)
 		return rc;
-	return finish(r);
+	if ((rc = finish(r)) == 0)
+		index_apply(r, ri);
+	else if (swapped(r))
+		disk_index_forget(d, r->component, r->resdir); /* recovery decides */
+	return rc;
 }
 
 static void replace_free(struct replace *r)
@@ -650,15 +915,19 @@ static void replace_free(struct replace *r)
 	free(r->pending);
 	struct strmap_entry *e;
 	for (size_t i = 0; (e = strmap_next(&r->listed, &i));)
-		free(e->value);
+		if (is_put(e))
+			free(e->value);
 	strmap_free(&r->listed);
-	strmap_free(&r->existing);
+	strmap_free(&r->drops);
 	strmap_free(&r->n_dirs);
 	view_matcher_free(&r->self);
 	view_set_free(&r->views);
 	view_rec_free(&r->rec);
 	buf_free(&r->scratch);
 	buf_free(&r->rel);
+	buf_free(&r->irel);
+	free(r->group);
+	free(r->resource);
 	buf_free(&r->old_views);
 	free(r->resdir);
 	free(r->tpath);
@@ -692,6 +961,10 @@ static enum store_err prepare(struct replace *r, const struct store_view *view)
 	r->resdir =
 	    key_resource_dir(d->layout, view->gvr.resource, view->gvr.version, view->gvr.group);
 	r->component = strdup(view->component);
+	r->group = strdup(view->gvr.group ? view->gvr.group : "");
+	r->resource = strdup(view->gvr.resource);
+	if (!r->group || !r->resource)
+		return STORE_NOMEM;
 	if (!r->resdir || !r->component)
 		return r->resdir ? STORE_NOMEM : STORE_BAD_KEY;
 	struct store_view v = *view;
@@ -749,6 +1022,10 @@ enum store_err disk_replace_begin(struct store *s, const struct store_view *view
 		e = store_fail_errno(EROFS);
 	if (e == STORE_OK) {
 		int rc = make_new_tree(r);
+		/* the index tells add() what is stored already (the commit
+		 * builds it if this could not) */
+		if (rc == 0 && r->t_fd >= 0)
+			disk_index_ensure(d, r->component, r->resdir);
 		if (rc < 0)
 			e = store_fail_errno(rc);
 	}
@@ -763,22 +1040,25 @@ enum store_err disk_replace_begin(struct store *s, const struct store_view *view
 /* An object that T already holds at the listed rv costs a hard link, not a
  * new file: a relist where little changed creates (and later deletes)
  * almost no inodes.  If T changes before commit, the merge there sees it. */
-static int link_if_unchanged(struct replace *r, struct strmap_entry *l, const char *rel,
-			     uint64_t rv)
+/* Does T hold rel at rv (not 0: a copy without one is always rewritten)?
+ * The index answers, under the resource lock; if T changes before the
+ * commit, the commit sees it. */
+static bool stored_at(struct replace *r, const char *rel, uint64_t rv)
 {
-	uint64_t stored = 0;
-	struct stat st;
-	if (r->t_fd < 0 || stored_rv_stat(r, rel, &stored, &st) < 0)
-		return 0;
-	struct seen_in_t *seen = l->value ? l->value : malloc(sizeof *seen);
-	if (!seen)
-		return -ENOMEM;
-	seen->ino = st.st_ino;
-	seen->rv = stored;
-	l->value = seen;
-	if (stored != rv)
-		return 0;
-	return link_old(r, rel) == 0 ? 1 : 0;
+	const char *irel = index_rel(r, rel);
+	if (!irel || !rv)
+		return false;
+	bool same = false;
+	pthread_rwlock_t *rl = disk_lock_resource(r->d, r->component, r->resdir, DISK_SHARED);
+	struct res_index *ri = disk_index_find(r->d, r->component, r->resdir);
+	if (ri) {
+		pthread_mutex_lock(&ri->lock);
+		struct strmap_entry *e = strmap_get(&ri->objs, irel);
+		same = e && ((struct index_obj *)e->value)->rv == rv;
+		pthread_mutex_unlock(&ri->lock);
+	}
+	disk_unlock_resource(r->d, rl);
+	return same;
 }
 
 enum store_err disk_replace_add(struct store_replace *sr, const struct store_item *it)
@@ -801,16 +1081,25 @@ enum store_err disk_replace_add(struct store_replace *sr, const struct store_ite
 			rc = flush_writes(r);
 		if (rc == 0 && unlinkat(r->n_fd, rel, 0) < 0 && errno != ENOENT)
 			rc = -errno;
+		if (is_put(l))
+			free(l->value);
+		l->value = NULL;
 	} else if (!(l = strmap_put(&r->listed, rel, NULL))) {
 		rc = -ENOMEM;
 	}
 	if (rc == 0) {
+		/* An object stored at the listed rv costs nothing: a relist
+		 * where little changed writes (and later removes) almost no
+		 * files. */
 		l->num = it->rv;
-		rc = link_if_unchanged(r, l, rel, it->rv);
-		if (rc == 0)
+		if (stored_at(r, rel, it->rv)) {
+			l->value = SAME_AS_STORED;
+		} else if (!(l->value =
+				 index_obj_new(r->group, r->resource, it->rv, it->data, it->len))) {
+			rc = -ENOMEM;
+		} else {
 			rc = queue_write(r, rel, it->data, it->len);
-		else if (rc > 0)
-			rc = 0;
+		}
 	}
 	if (rc == 0 && (r->npending >= BATCH_FILES || r->pending_bytes >= BATCH_BYTES))
 		rc = flush_writes(r);
@@ -833,7 +1122,7 @@ enum store_err disk_replace_commit(struct store_replace *sr, uint64_t list_rv)
 		pthread_rwlock_t *rl =
 		    disk_lock_resource(d, r->component, r->resdir, DISK_EXCLUSIVE);
 		rc = commit_locked(r);
-		if (rc < 0 && r->journal[0] && !swapped(r) && !r->stranded) {
+		if (rc < 0 && r->journal[0] && !r->delta_started && !swapped(r) && !r->stranded) {
 			/* Failed before the swap: the record describes nothing. */
 			unlinkat(d->journal_fd, r->journal, 0);
 			r->journal[0] = '\0';

@@ -208,6 +208,15 @@ enum store_err store_iter_begin(struct store *s, const struct store_key *root,
 	return s->ops->iter_begin(s, root, start_after, out);
 }
 
+enum store_err store_iter_begin_matching(struct store *s, const struct store_key *root,
+					 const char *start_after, const struct store_match *match,
+					 struct store_iter **out)
+{
+	if (!s->ops->iter_begin_matching || !match)
+		return s->ops->iter_begin(s, root, start_after, out);
+	return s->ops->iter_begin_matching(s, root, start_after, match, out);
+}
+
 enum store_err store_iter_next(struct store_iter *it, const struct store_key **key, struct buf *out)
 {
 	return it->store->ops->iter_next(it, key, out);

@@ -156,6 +156,12 @@ struct store_iter {
 };
 
 struct store;
+struct selector;
+
+/* The selectors a caller of an iterator applies (either may be NULL). */
+struct store_match {
+	const struct selector *labels, *fields;
+};
 
 struct store_ops {
 	const char *name;
@@ -213,6 +219,14 @@ struct store_ops {
 	enum store_err (*iter_next)(struct store_iter *it, const struct store_key **key,
 				    struct buf *out);
 	void (*iter_free)(struct store_iter *it);
+	/* iter_begin for a caller that keeps only the objects matching the
+	 * selectors of match: the backend may leave out objects that surely do
+	 * not match, without reading them (the caller still checks what it
+	 * gets).  May be NULL: iter_begin is used. */
+	enum store_err (*iter_begin_matching)(struct store *s, const struct store_key *root,
+					      const char *start_after,
+					      const struct store_match *match,
+					      struct store_iter **out);
 	enum store_err (*save_cluster_info)(struct store *s, const char *url_path, const char *data,
 					    size_t len);
 	enum store_err (*get_cluster_info)(struct store *s, const char *url_path, struct buf *out);
@@ -268,6 +282,10 @@ enum store_err store_list_components(struct store *s, store_name_fn fn, void *ct
 enum store_err store_count_objects(struct store *s, uint64_t *out);
 enum store_err store_iter_begin(struct store *s, const struct store_key *root,
 				const char *start_after, struct store_iter **out);
+/* See store_ops.iter_begin_matching. */
+enum store_err store_iter_begin_matching(struct store *s, const struct store_key *root,
+					 const char *start_after, const struct store_match *match,
+					 struct store_iter **out);
 enum store_err store_iter_next(struct store_iter *it, const struct store_key **key,
 			       struct buf *out);
 void store_iter_free(struct store_iter *it);

@@ -1,4 +1,12 @@
-/* run_disk.c - the store contract suite on the disk store. */
+/* run_disk.c - the store contract suite on the disk store.  Whenever a test
+ * closes the store, the in-memory index (storage/disk_index.h) must say what
+ * the files say. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +38,17 @@ static struct store *open_fresh(void *p)
 	return open_at(c->dir);
 }
 
+static void check_index(struct store *s)
+{
+	char *why = NULL;
+	if (s && disk_store_index_check(s, &why) < 0)
+		fail_msg("the disk store's index differs from its files: %s", why);
+}
+
 static struct store *reopen(void *p, struct store *s)
 {
 	struct disk_ctx *c = p;
+	check_index(s);
 	store_close(s);
 	return open_at(c->dir);
 }
@@ -40,6 +56,7 @@ static struct store *reopen(void *p, struct store *s)
 static void destroy(void *p, struct store *s)
 {
 	struct disk_ctx *c = p;
+	check_index(s);
 	store_close(s);
 	test_rm_rf(c->dir);
 }

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "kube/meta.h"
+#include "kube/selector.h"
 #include "storage/disk.h"
 #include "testutil.h"
 #include "util/buf.h"
@@ -42,21 +43,42 @@
 
 static const char *DIR_PATH;
 
+/* The second half of the kills runs "drifting" snapshots, like a relist of
+ * a live cluster: snapshot k changes only the objects i with i % 100 ==
+ * k % 100 (a new version, and sometimes gone or back), so that the disk
+ * store commits each as a delta moved into the tree, not a new tree. */
+static bool DRIFT;
+
+/* The version of object i in snapshot k: k itself, or when drifting the
+ * last snapshot that changed it. */
+static long version_of(int i, long k)
+{
+	return DRIFT ? k - (((k - i) % 100) + 100) % 100 : k;
+}
+
+static long snap_rv(long k)
+{
+	return DRIFT ? RV_BASE + 200 + k : RV_BASE + k;
+}
+
 static char *snap_object(int i, long k)
 {
+	k = version_of(i, k);
 	char *s = NULL;
 	if (asprintf(
 		&s,
 		"{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"obj-%d\","
 		"\"namespace\":\"snap\",\"resourceVersion\":\"%ld\",\"labels\":{\"set\":\"snap\"}},"
 		"\"data\":{\"snapshot\":\"%ld\",\"pad\":\"%0200d\"}}",
-		i, RV_BASE + k, k, i) < 0)
+		i, snap_rv(k), k, i) < 0)
 		abort();
 	return s;
 }
 
 static bool in_snapshot(int i, long k)
 {
+	if (DRIFT)
+		return ((version_of(i, k) + 1000) / 100 + i) % 4 != 0;
 	return (i + k) % 5 != 0;
 }
 
@@ -99,12 +121,13 @@ static void do_replace(struct store *s, long k)
 			continue;
 		snprintf(names[n], sizeof names[n], "obj-%d", i);
 		data[n] = snap_object(i, k);
-		items[n] = (struct store_item){"snap", names[n], (uint64_t)(RV_BASE + k), data[n],
-					       strlen(data[n])};
+		items[n] =
+		    (struct store_item){"snap", names[n], (uint64_t)snap_rv(version_of(i, k)),
+					data[n], strlen(data[n])};
 		n++;
 	}
 	struct store_view v = snap_view();
-	if (store_replace_view(s, &v, (uint64_t)(RV_BASE + k), items, n) != STORE_OK)
+	if (store_replace_view(s, &v, (uint64_t)snap_rv(k), items, n) != STORE_OK)
 		_exit(4);
 	for (size_t i = 0; i < n; i++)
 		free(data[i]);
@@ -190,7 +213,7 @@ static void read_reports(int fd, struct history *h)
 
 /* ---- checks ---- */
 
-static int failures, kills_in_replace;
+static int failures, kills_in_replace, rolled_forward;
 
 #define CHECK(cond, ...)                                                                           \
 	do {                                                                                       \
@@ -221,10 +244,42 @@ static bool is_snapshot(long k, int *count_out)
 		free(got);
 		if (!ok)
 			return false;
-		count++;
+		count += want;
 	}
 	*count_out = count;
 	return true;
+}
+
+/* Objects of the snap namespace a label selector lists, as offline. */
+static int count_selected(struct store *s)
+{
+	struct selector *ls = NULL;
+	char *err = NULL;
+	if (selector_parse(SELECTOR_LABEL, "set=snap", &ls, &err) < 0)
+		return -1;
+	struct store_key_info info = {"crasher", "", "v1", "configmaps", "snap", ""};
+	struct store_key root;
+	struct store_iter *it = NULL;
+	struct store_match m = {ls, NULL};
+	int n = 0;
+	if (store_key_build(s, &info, &root) != STORE_OK) {
+		selector_free(ls);
+		return -1;
+	}
+	enum store_err e = store_iter_begin_matching(s, &root, NULL, &m, &it);
+	if (e == STORE_OK) {
+		const struct store_key *k;
+		struct buf b = BUF_INIT;
+		while (store_iter_next(it, &k, &b) == STORE_OK)
+			n += selector_match_json(ls, NULL, b.data, b.len) == 1;
+		buf_free(&b);
+		store_iter_free(it);
+	} else if (e != STORE_NOT_FOUND) {
+		n = -1;
+	}
+	store_key_free(&root);
+	selector_free(ls);
+	return n;
 }
 
 static int check_snapshot(struct store *s, const struct history *h)
@@ -244,13 +299,20 @@ static int check_snapshot(struct store *s, const struct history *h)
 				found = -1;
 			continue;
 		}
-		if (e == STORE_OK && st.rv == (uint64_t)(RV_BASE + k) && is_snapshot(k, &count))
+		if (e == STORE_OK && st.rv == (uint64_t)snap_rv(k) && is_snapshot(k, &count))
 			found = k;
 	}
 	if (e == STORE_OK)
 		store_view_state_free(&st);
 	CHECK(found != -2, "snapshot view is neither %ld (done) nor %ld (begun)", h->snap_done,
 	      h->snap_begun);
+	/* the index built from what recovery left selects exactly the
+	 * snapshot's objects, and says what the files say */
+	int selected = count_selected(s);
+	CHECK(found < 0 || selected == count,
+	      "a list by label selects %d objects, the snapshot has %d", selected, count);
+	char *why = NULL;
+	CHECK(disk_store_index_check(s, &why) == 0, "index: %s", why);
 	return 0;
 }
 
@@ -373,6 +435,7 @@ static int one_round(int round, struct history *h)
 		return -1;
 	}
 	disk_store_drain(s);
+	rolled_forward += (int)rep.journals_rolled_forward;
 	int rc = check_snapshot(s, h);
 	if (rc == 0)
 		rc = check_singles(h);
@@ -412,31 +475,40 @@ int main(int argc, char **argv)
 	 * where the order of syncs matters, is the sync-order test's job.) */
 	if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0)
 		setenv("TMPDIR", "/dev/shm", 1);
-	if (test_mkdtemp(dir, sizeof dir, "crash") < 0)
-		return 1;
-	DIR_PATH = dir;
 	srand((unsigned)time(NULL));
-	struct history h = {.snap_done = -1, .snap_begun = -1, .max_version = 0};
-	for (int j = 0; j < SINGLES; j++)
-		h.single_done[j] = h.single_begun[j] = -1;
-	int passed = 0;
-	for (int r = 0; r < rounds; r++) {
-		if (one_round(r, &h) == 0)
-			passed++;
-		else
+	int passed = 0, total_failures = 0;
+	for (int mode = 0; mode < 2; mode++) {
+		DRIFT = mode == 1;
+		if (test_mkdtemp(dir, sizeof dir, DRIFT ? "crash-drift" : "crash") < 0)
+			return 1;
+		DIR_PATH = dir;
+		struct history h = {.snap_done = -1, .snap_begun = -1, .max_version = 0};
+		for (int j = 0; j < SINGLES; j++)
+			h.single_done[j] = h.single_begun[j] = -1;
+		int n = mode == 0 ? rounds - rounds / 2 : rounds / 2;
+		failures = kills_in_replace = rolled_forward = 0;
+		window_us = 200000;
+		for (int r = 0; r < n; r++) {
+			if (one_round(r, &h) == 0)
+				passed++;
+			else
+				failures++;
+		}
+		printf("crash test (%s snapshots): %d kills (%d during a view replace, %d "
+		       "finished by recovery), last snapshot %ld, %d failures\n",
+		       DRIFT ? "drifting" : "whole", n, kills_in_replace, rolled_forward,
+		       h.snap_done, failures);
+		/* A run that never killed a replace, or never saw one finish, has
+		 * not tested what it claims to. */
+		if (kills_in_replace < n / 10 || h.snap_done < n / 10) {
+			printf("crash test did not exercise both sides of the replaces: %d kills "
+			       "inside one, %ld completed\n",
+			       kills_in_replace, h.snap_done + 1);
 			failures++;
+		}
+		total_failures += failures;
+		test_rm_rf(dir);
 	}
-	printf("crash test: %d kills (%d during a view replace), last snapshot %ld, %d failures\n",
-	       rounds, kills_in_replace, h.snap_done, failures);
-	/* A run that never killed a replace, or never saw one finish, has not
-	 * tested what it claims to. */
-	if (kills_in_replace < rounds / 10 || h.snap_done < rounds / 10) {
-		printf("crash test did not exercise both sides of the replaces: %d kills inside "
-		       "one, %ld completed\n",
-		       kills_in_replace, h.snap_done + 1);
-		failures++;
-	}
-	printf("RESULT: %d passed, %d failed\n", passed, failures);
-	test_rm_rf(dir);
-	return failures ? 1 : 0;
+	printf("RESULT: %d passed, %d failed\n", passed, total_failures);
+	return total_failures ? 1 : 0;
 }

@@ -95,6 +95,35 @@ static const char *relist_new(struct store *s)
 	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
 }
 
+/* Relists that change one object of six: deltas, moved into the tree
+ * with T's copies kept aside until they are durable. */
+static const struct fx_obj CHANGE_ONE[] = {{"cm-0", 10}, {"cm-1", 10}, {"cm-2", 10},
+					   {"cm-3", 20}, {"cm-4", 10}, {"cm-5", 10}};
+static const struct fx_obj DROP_ONE[] = {{"cm-0", 10}, {"cm-1", 10}, {"cm-2", 10},
+					 {"cm-3", 10}, {"cm-4", 10}, {"cm-5", 0}};
+
+static enum store_err run_change_one(struct store *s)
+{
+	return fx_replace(s, "a", 20, CHANGE_ONE, N(CHANGE_ONE), PAD);
+}
+
+static const char *change_one_new(struct store *s)
+{
+	const char *why = fx_differs(s, "a", 20, CHANGE_ONE, N(CHANGE_ONE), PAD, 1);
+	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
+}
+
+static enum store_err run_drop_one(struct store *s)
+{
+	return fx_replace(s, "a", 20, DROP_ONE, N(DROP_ONE), PAD);
+}
+
+static const char *drop_one_new(struct store *s)
+{
+	const char *why = fx_differs(s, "a", 20, DROP_ONE, N(DROP_ONE), PAD, 1);
+	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
+}
+
 static enum store_err run_first(struct store *s)
 {
 	return fx_replace(s, "d", 5, FIRST, N(FIRST), PAD);
@@ -281,6 +310,8 @@ static const char *bookmark_new(struct store *s)
 
 static const struct op OPS[] = {
     {"relist", false, run_relist, seed_differs, relist_new},
+    {"relist changing one", false, run_change_one, seed_differs, change_one_new},
+    {"relist dropping one", false, run_drop_one, seed_differs, drop_one_new},
     {"first list", false, run_first, first_old, first_new},
     {"first list of a new component", false, run_fresh, fresh_old, fresh_new},
     {"update", true, run_update, seed_differs, update_new},

@@ -3,7 +3,8 @@
  *
  * The injector traces every call that changes the cache directory while
  * the store makes each kind of write: the first list of a view (a plain
- * rename), a relist (RENAME_EXCHANGE), the same without exchange (the
+ * rename), a relist (RENAME_EXCHANGE), a relist that changes one object
+ * of eight (a delta: the new copy renamed into the tree), the same without exchange (the
  * two-rename fallback, forced by failing the exchange with EINVAL),
  * watch events (update, create in a new namespace and in a new component),
  * a burst of concurrent writes in one group commit (syncfs), a delete, a
@@ -54,6 +55,11 @@ static struct run RUN;
 static const struct fx_obj SEED[] = {{"cm-0", 10}, {"cm-1", 10}, {"cm-2", 10}, {"cm-3", 10}};
 static const struct fx_obj RELIST[] = {{"cm-0", 10}, {"cm-1", 20}, {"cm-4", 20}, {"cm-2", 0}};
 static const struct fx_obj RELIST2[] = {{"cm-0", 30}, {"cm-4", 20}, {"cm-5", 30}};
+/* a relist that changes one object of eight: a delta moved into the tree */
+static const struct fx_obj MANY[] = {{"m-0", 40}, {"m-1", 40}, {"m-2", 40}, {"m-3", 40},
+				     {"m-4", 40}, {"m-5", 40}, {"m-6", 40}, {"m-7", 40}};
+static const struct fx_obj MANY2[] = {{"m-0", 40}, {"m-1", 41}, {"m-2", 40}, {"m-3", 40},
+				      {"m-4", 40}, {"m-5", 40}, {"m-6", 40}, {"m-7", 40}};
 
 #define MARKED(what, expr)                                                                         \
 	do {                                                                                       \
@@ -152,6 +158,8 @@ static void drive(struct store *s)
 	MARKED("create in a new component", create_other(s));
 	MARKED("burst", burst(s));
 	MARKED("relist", fx_replace(s, "a", 20, RELIST, N(RELIST), PAD));
+	MARKED("list of many", fx_replace(s, "d", 40, MANY, N(MANY), PAD));
+	MARKED("relist changing one", fx_replace(s, "d", 41, MANY2, N(MANY2), PAD));
 	MARKED("delete", fx_del(s, "a", "cm-0"));
 	MARKED("bookmark", store_set_view_rv(s, &va, 25));
 	MARKED("cluster info", store_save_cluster_info(s, "/version", version, strlen(version)));
@@ -269,7 +277,7 @@ static void test_store_writes_in_order(void **state)
 	       st.renames_in_calls);
 	if (order_check_problems(oc))
 		fail_msg("%zu problems:\n%s", order_check_problems(oc), order_check_report(oc));
-	assert_int_equal(st.ends_checked, 13);
+	assert_int_equal(st.ends_checked, 15);
 	assert_true(st.exchanges >= 1);
 	assert_true(st.dir_renames >= 6);
 	assert_true(st.renames_in_calls >= BURST + 10);
