@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum selector_kind { SELECTOR_LABEL, SELECTOR_FIELD };
 
@@ -48,5 +49,12 @@ int selector_match_json(const struct selector *labels, const struct selector *fi
  * appears nowhere in it), true for "maybe".  Serving a filtered list offline,
  * most objects are skipped without being parsed. */
 bool selector_may_match(const struct selector *s, const char *json, size_t len);
+
+/* The same quick look, on a 64-bit summary of every string and literal of
+ * a document, made once (selector_bloom) and kept: false when the document
+ * surely does not match s.  For the disk store's index, which answers
+ * selectors over thousands of small documents. */
+uint64_t selector_bloom(const char *json, size_t len);
+bool selector_may_match_bloom(const struct selector *s, uint64_t bloom);
 
 #endif

@@ -20,6 +20,7 @@
 #include "http/response.h"
 #include "kube/fieldlabels.h"
 #include "kube/meta.h"
+#include "kube/selectable.h"
 #include "kube/selector.h"
 #include "proxy/local.h"
 #include "proxy/local_internal.h"
@@ -97,6 +98,11 @@ struct gen {
 	struct buf out, data;
 	size_t off;
 	bool filtered;
+	/* the selectors can be checked on an object's selectable document
+	 * (kube/selectable.h), much cheaper than parsing all of it */
+	bool doc_answers;
+	char *group, *resource;
+	struct buf doc;
 };
 
 static void gen_free(struct gen *g)
@@ -107,6 +113,9 @@ static void gen_free(struct gen *g)
 	local_kind_free(&g->kind);
 	buf_free(&g->out);
 	buf_free(&g->data);
+	buf_free(&g->doc);
+	free(g->group);
+	free(g->resource);
 }
 
 /* Parse the request's selectors; 0, or -1 with *why set. */
@@ -116,6 +125,13 @@ static int gen_selectors(struct gen *g, const struct request_info *ri, char **wh
 	    selector_parse(SELECTOR_FIELD, ri->field_selector, &g->fs, why) < 0)
 		return -1;
 	g->filtered = !selector_is_empty(g->ls) || !selector_is_empty(g->fs);
+	g->group = strdup(ri->api_group);
+	g->resource = strdup(ri->resource);
+	if (!g->group || !g->resource) {
+		*why = NULL;
+		return -1;
+	}
+	g->doc_answers = selectable_answers(g->group, g->resource, g->fs);
 	return 0;
 }
 
@@ -164,6 +180,15 @@ static int gen_next(struct gen *g, const struct store_key **key)
 		if (!selector_may_match(g->ls, g->data.data, g->data.len) ||
 		    !selector_may_match(g->fs, g->data.data, g->data.len))
 			continue;
+		if (g->doc_answers) {
+			buf_reset(&g->doc);
+			if (selectable_pick(g->group, g->resource, g->data.data, g->data.len,
+					    &g->doc) == 0) {
+				if (selector_match_json(g->ls, g->fs, g->doc.data, g->doc.len) == 1)
+					return 1;
+				continue;
+			}
+		}
 		if (selector_match_json(g->ls, g->fs, g->data.data, g->data.len) == 1)
 			return 1;
 	}

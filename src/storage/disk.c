@@ -1047,12 +1047,11 @@ static int index_candidates(struct res_index *ri, const struct store_key *root,
 	pthread_mutex_lock(&ri->lock);
 	struct strmap_entry *e;
 	for (size_t i = 0; rc == 0 && (e = strmap_next(&ri->objs, &i));) {
-		const char *slash = strchr(e->key, '/');
-		if (nslen && (!slash || (size_t)(slash - e->key) != nslen ||
-			      strncmp(e->key, root->namespace, nslen)))
+		if (nslen && (strncmp(e->key, root->namespace, nslen) || e->key[nslen] != '/'))
 			continue;
 		if (!index_obj_matches(e->value, m->labels, m->fields))
 			continue;
+		const char *slash = strchr(e->key, '/');
 		if (*n == cap) {
 			cap = cap ? cap * 2 : 64;
 			struct candidate *c = realloc(*out, cap * sizeof *c);

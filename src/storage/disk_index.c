@@ -77,6 +77,7 @@ struct index_obj *index_obj_new(const char *group, const char *resource, uint64_
 	struct index_obj *o = malloc(sizeof *o + doc.len + 1);
 	if (o) {
 		o->rv = rv;
+		o->bloom = selector_bloom(doc.data, doc.len);
 		o->doc_len = (uint32_t)doc.len;
 		if (doc.len)
 			memcpy(o->doc, doc.data, doc.len);
@@ -274,7 +275,9 @@ int index_obj_matches(const struct index_obj *o, const struct selector *labels,
 {
 	if (!o->doc_len)
 		return -1;
-	if (!selector_may_match(labels, o->doc, o->doc_len) ||
+	if (!selector_may_match_bloom(labels, o->bloom) ||
+	    !selector_may_match_bloom(fields, o->bloom) ||
+	    !selector_may_match(labels, o->doc, o->doc_len) ||
 	    !selector_may_match(fields, o->doc, o->doc_len))
 		return 0;
 	return selector_match_json(labels, fields, o->doc, o->doc_len) == 1;

@@ -35,6 +35,7 @@ struct disk_store;
  * the picker gave up on the object (selectors then read the file). */
 struct index_obj {
 	uint64_t rv;
+	uint64_t bloom; /* selector_bloom() of doc: most objects are ruled out by it */
 	uint32_t doc_len;
 	char doc[];
 };

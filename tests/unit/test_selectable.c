@@ -61,7 +61,7 @@ static const char *FIELDS[] = {
 static void test_agrees_with_the_whole_object(void **state)
 {
 	(void)state;
-	size_t checked = 0;
+	size_t checked = 0, ruled_out = 0;
 	for (size_t o = 0; o < N_ELEMS(PODS); o++) {
 		struct buf doc = BUF_INIT;
 		assert_int_equal(selectable_pick("", "pods", PODS[o], strlen(PODS[o]), &doc), 0);
@@ -80,13 +80,22 @@ static void test_agrees_with_the_whole_object(void **state)
 					fail_msg("object %zu, %s / %s: whole %d, picked %d (%s)", o,
 						 LABELS[l], FIELDS[f], whole, picked, doc.data);
 				checked += whole == 1;
+				/* the index's summary never rules out a match */
+				uint64_t bloom = selector_bloom(doc.data, doc.len);
+				if (whole == 1 && (!selector_may_match_bloom(ls, bloom) ||
+						   !selector_may_match_bloom(fs, bloom)))
+					fail_msg("object %zu, %s / %s: ruled out by its summary", o,
+						 LABELS[l], FIELDS[f]);
+				ruled_out += whole != 1 && (!selector_may_match_bloom(ls, bloom) ||
+							    !selector_may_match_bloom(fs, bloom));
 				selector_free(ls);
 				selector_free(fs);
 			}
 		}
 		buf_free(&doc);
 	}
-	assert_true(checked > 20); /* the table does select something */
+	assert_true(checked > 20);   /* the table does select something */
+	assert_true(ruled_out > 50); /* and the summary does rule out */
 }
 
 static void test_document_is_small(void **state)
@@ -141,6 +150,18 @@ static void test_answers_only_known_fields(void **state)
 	assert_true(selectable_answers("", "pods", NULL));
 }
 
+static void test_summary_of_escaped_values_rules_nothing_out(void **state)
+{
+	(void)state;
+	const char *doc = "{\"metadata\":{\"labels\":{\"app\":\"w\\u0065b\"}}}";
+	struct selector *ls = NULL;
+	char *err = NULL;
+	assert_int_equal(selector_parse(SELECTOR_LABEL, "app=web", &ls, &err), 0);
+	assert_int_equal(selector_match_json(ls, NULL, doc, strlen(doc)), 1);
+	assert_true(selector_may_match_bloom(ls, selector_bloom(doc, strlen(doc))));
+	selector_free(ls);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -148,6 +169,7 @@ int main(void)
 	    cmocka_unit_test(test_document_is_small),
 	    cmocka_unit_test(test_gives_up_where_a_parser_could_differ),
 	    cmocka_unit_test(test_answers_only_known_fields),
+	    cmocka_unit_test(test_summary_of_escaped_values_rules_nothing_out),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
