@@ -12,8 +12,10 @@
  *             any layout with one file per object (YurtHub's, and ours)
  *
  * Each is run ROUNDS times in rotating order and the median is reported,
- * plus two relists on the filled store (nothing changed / everything
- * changed).  Prints "name: value unit" lines.  A benchmark, not a test: it
+ * plus three relists on the filled store (nothing changed / everything
+ * changed / 100 changed), and what an offline list costs the store after a
+ * restart: the first with a selector (which builds the index), the same
+ * again, and the whole collection.  Prints "name: value unit" lines.  A benchmark, not a test: it
  * never fails on a figure.
  */
 #include <errno.h>
@@ -26,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kube/selector.h"
 #include "storage/disk.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
@@ -93,6 +96,35 @@ static void fresh_dir(const char *base, const char *tag, int round, char *out, s
 		perror(out);
 		exit(1);
 	}
+}
+
+/* Read every pod of kube-proxy's collection that may match the field
+ * selector, as an offline list does; returns how many match. */
+static size_t iterate(struct store *s, const char *field_selector)
+{
+	struct selector *fs = NULL;
+	char *err = NULL;
+	if (selector_parse(SELECTOR_FIELD, field_selector, &fs, &err) < 0) {
+		fprintf(stderr, "%s\n", err);
+		exit(1);
+	}
+	struct store_key_info info = {"kube-proxy", "", "v1", "pods", "", ""};
+	struct store_key root;
+	struct store_iter *it = NULL;
+	struct store_match m = {NULL, fs};
+	size_t n = 0;
+	if (store_key_build(s, &info, &root) == STORE_OK &&
+	    store_iter_begin_matching(s, &root, NULL, &m, &it) == STORE_OK) {
+		const struct store_key *k;
+		struct buf b = BUF_INIT;
+		while (store_iter_next(it, &k, &b) == STORE_OK)
+			n += selector_match_json(NULL, fs, b.data, b.len) == 1;
+		buf_free(&b);
+		store_iter_free(it);
+	}
+	store_key_free(&root);
+	selector_free(fs);
+	return n;
 }
 
 static double run_ours(const char *dir, struct store **keep)
@@ -249,7 +281,39 @@ int main(int argc, char **argv)
 	t = now();
 	store_replace_view(s, &v, 200, items, PODS);
 	double changed = now() - t;
+	/* 100 of the 10,000 changed */
+	for (int i = 0; i < 100; i++) {
+		free(data[i * 97]);
+		data[i * 97] = pod(i * 97, 300);
+		items[i * 97].data = data[i * 97];
+		items[i * 97].len = strlen(data[i * 97]);
+		items[i * 97].rv = 300;
+	}
+	t = now();
+	store_replace_view(s, &v, 300, items, PODS);
+	double changed100 = now() - t;
 	disk_store_drain(s);
+	store_close(s);
+	/* offline: a fresh start, its first list with a selector builds the
+	 * index from the files; then the same list again, and the whole
+	 * collection, read with the index */
+	char *err = NULL;
+	s = disk_store_open(dir, 0, NULL, &err);
+	if (!s) {
+		fprintf(stderr, "%s\n", err);
+		return 1;
+	}
+	double first = 0, filtered = 0, unfiltered = 0;
+	size_t nfiltered = 0, nall = 0;
+	for (int round = 0; round < 2; round++) {
+		t = now();
+		nfiltered = iterate(s, "spec.nodeName=node-7");
+		*(round ? &filtered : &first) = now() - t;
+	}
+	t = now();
+	nall = iterate(s, "");
+	unfiltered = now() - t;
+	size_t index_bytes = disk_store_index_bytes(s), index_objs = disk_store_index_objects(s);
 	store_close(s);
 
 	double o = median(ours), y = median(yh), f = median(fl), in = median(inodes);
@@ -266,6 +330,15 @@ int main(int argc, char **argv)
 	printf("ratio_to_empty_files: %.2f x\n", o / in);
 	printf("relist_unchanged: %.3f s\n", unchanged);
 	printf("relist_all_changed: %.3f s\n", changed);
+	printf("relist_100_changed: %.3f s\n", changed100);
+	printf(
+	    "offline_first_filtered_list_after_start: %.3f s (%zu of %zu pods; builds the index)\n",
+	    first, nfiltered, nall);
+	printf("offline_filtered_list_store_time: %.4f s (%zu pods by spec.nodeName)\n", filtered,
+	       nfiltered);
+	printf("offline_unfiltered_list_store_time: %.4f s (%zu pods)\n", unfiltered, nall);
+	printf("index_bytes_per_object: %.0f (%zu objects)\n",
+	       index_objs ? (double)index_bytes / (double)index_objs : 0.0, index_objs);
 	printf("peak_rss: %.1f MB\n", (double)ru.ru_maxrss / 1024.0);
 	fs_rm_rf_at(AT_FDCWD, base);
 	for (int i = 0; i < PODS; i++)
