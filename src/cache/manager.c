@@ -37,10 +37,8 @@
 enum job_kind {
 	JOB_LIST_BEGIN,
 	JOB_LIST_RESUME,
-	JOB_LIST_ITEM,
-	JOB_LIST_COMMIT,
-	JOB_LIST_PARK,
-	JOB_LIST_ABORT,
+	JOB_LIST_BYTES, /* a piece of a list's body, decoded by the worker */
+	JOB_LIST_END,	/* the body is over: commit, park or abort */
 	JOB_OBJECT,
 	JOB_EVENT,
 	JOB_BOOKMARK,
@@ -57,6 +55,11 @@ struct stream {
 	/* worker side only */
 	struct store_replace *session;
 	bool failed;
+	/* LIST: the body is decoded by the worker, off the client's path */
+	struct cache_manager *cm;
+	struct gunzip *gz;
+	struct list_decoder *ld;
+	bool undecodable;
 };
 
 struct job {
@@ -67,6 +70,7 @@ struct job {
 	char *ns, *name, *token;
 	uint64_t rv;
 	enum watch_type type;
+	bool complete; /* JOB_LIST_END: the body ended cleanly, every piece queued */
 	struct job *next;
 	/* JOB_FLUSH */
 	pthread_mutex_t *flush_lock;
@@ -120,6 +124,8 @@ static void stream_unref(struct stream *st)
 	if (!st || atomic_fetch_sub(&st->refs, 1) != 1)
 		return;
 	store_replace_abort(st->session);
+	gunzip_free(st->gz);
+	list_decoder_free(st->ld);
 	free(st->component);
 	free(st->group);
 	free(st->version);
@@ -570,16 +576,109 @@ static void list_fail(struct cache_manager *cm, struct stream *st, enum store_er
 	atomic_fetch_add(&cm->m->cache_failures[CACHE_OP_LIST], 1);
 }
 
+/* One listed object into the stream's replace session. */
+static void list_add_item(struct cache_manager *cm, struct stream *st,
+			  const struct stream_object *o)
+{
+	if (!st->session)
+		return;
+	struct store_item it = {o->namespace, o->name, o->rv, o->data, o->len};
+	struct store_key k;
+	if (cm->changes && stream_key(cm, st, o->namespace, o->name, &k) == STORE_OK) {
+		/* a local edit gets the cloud's copy now; the session then finds
+		 * it current */
+		enum store_err le;
+		if (cloud_over_local(cm, st, &k, STORE_EVENT_PUT, o->data, o->len, o->rv, &le) &&
+		    le != STORE_OK)
+			log_warn("cache: the cloud's %s/%s does not replace the local edit: %s",
+				 o->namespace, o->name, store_strerror(le));
+		store_key_free(&k);
+	}
+	enum store_err e = store_replace_add(st->session, &it);
+	if (e != STORE_OK)
+		list_fail(cm, st, e);
+}
+
+static int on_list_item(void *ctx, const struct stream_object *item)
+{
+	struct stream *st = ctx;
+	list_add_item(st->cm, st, item);
+	return 0;
+}
+
+static int decode_list(void *ctx, const char *data, size_t len)
+{
+	struct stream *st = ctx;
+	return list_decoder_feed(st->ld, data, len);
+}
+
+static void list_bytes(struct stream *st, const char *data, size_t len)
+{
+	if (!st->session || st->undecodable)
+		return; /* nothing to store it in: not even decoded */
+	int rc = st->gz ? gunzip_feed(st->gz, data, len) : list_decoder_feed(st->ld, data, len);
+	if (rc < 0) {
+		const char *why = list_decoder_error(st->ld);
+		if ((!why || !*why) && st->gz)
+			why = "corrupt gzip, or more than 512 MiB inflated";
+		log_v(1, "cache: %s %s: not cached: %s", st->component, st->path,
+		      why && *why ? why : "decoding stopped");
+		st->undecodable = true;
+		store_replace_abort(st->session);
+		st->session = NULL;
+	}
+}
+
+/* Is the list complete and a real list (not a Status)? */
+static bool list_ok(struct stream *st, struct list_meta *meta)
+{
+	if (st->undecodable || (st->gz && gunzip_finish(st->gz) < 0) ||
+	    list_decoder_finish(st->ld, meta) < 0)
+		return false;
+	size_t n = strlen(meta->kind);
+	return n >= 4 && !strcmp(meta->kind + n - 4, "List");
+}
+
+static void list_commit(struct cache_manager *cm, struct stream *st, uint64_t rv)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	enum store_err e = store_replace_commit(st->session, rv);
+	st->session = NULL;
+	if (e == STORE_OK) {
+		local_changes_saw_cloud_rv(cm->changes, rv, true);
+		drop_unlisted_local_edits(cm, st);
+	}
+	count(cm, CACHE_OP_LIST, e, &t0, st);
+	if (e != STORE_OK && !store_broken(e)) /* broken: count() said it */
+		log_warn("cache: %s list %s not stored: %s", st->component, st->path,
+			 store_strerror(e));
+}
+
+/* The body is over: a page of a paginated list parks its session for the
+ * next page, the last (or only) one commits, anything else aborts. */
+static void list_end(struct cache_manager *cm, struct stream *st, bool complete)
+{
+	if (!st->session)
+		return;
+	struct list_meta meta;
+	if (!complete || !list_ok(st, &meta)) {
+		store_replace_abort(st->session);
+		st->session = NULL;
+	} else if (meta.continue_token && *meta.continue_token) {
+		park(cm, st, meta.continue_token);
+	} else {
+		list_commit(cm, st, meta.rv);
+	}
+}
+
 static void do_list(struct cache_manager *cm, struct job *j)
 {
 	struct stream *st = j->st;
-	struct timespec t0;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	enum store_err e = STORE_OK;
 	switch (j->kind) {
 	case JOB_LIST_BEGIN: {
 		struct store_view v = stream_view(st);
-		e = store_replace_begin(cm->store, &v, &st->session);
+		enum store_err e = store_replace_begin(cm->store, &v, &st->session);
 		if (e != STORE_OK)
 			list_fail(cm, st, e);
 		return;
@@ -589,49 +688,11 @@ static void do_list(struct cache_manager *cm, struct job *j)
 		if (!st->session)
 			st->failed = true; /* the first pages were not seen: nothing to do */
 		return;
-	case JOB_LIST_ITEM: {
-		if (!st->session)
-			return;
-		struct store_item it = {j->ns, j->name, j->rv, j->data, j->len};
-		struct store_key k;
-		if (cm->changes && stream_key(cm, st, j->ns, j->name, &k) == STORE_OK) {
-			/* a local edit gets the cloud's copy now; the session then
-			 * finds it current */
-			enum store_err le;
-			if (cloud_over_local(cm, st, &k, STORE_EVENT_PUT, j->data, j->len, j->rv,
-					     &le) &&
-			    le != STORE_OK)
-				log_warn(
-				    "cache: the cloud's %s/%s does not replace the local edit: %s",
-				    j->ns, j->name, store_strerror(le));
-			store_key_free(&k);
-		}
-		e = store_replace_add(st->session, &it);
-		if (e != STORE_OK)
-			list_fail(cm, st, e);
+	case JOB_LIST_BYTES:
+		list_bytes(st, j->data, j->len);
 		return;
-	}
-	case JOB_LIST_PARK:
-		if (st->session)
-			park(cm, st, j->token);
-		return;
-	case JOB_LIST_COMMIT:
-		if (!st->session)
-			return;
-		e = store_replace_commit(st->session, j->rv);
-		st->session = NULL;
-		if (e == STORE_OK) {
-			local_changes_saw_cloud_rv(cm->changes, j->rv, true);
-			drop_unlisted_local_edits(cm, st);
-		}
-		count(cm, CACHE_OP_LIST, e, &t0, st);
-		if (e != STORE_OK && !store_broken(e)) /* broken: count() said it */
-			log_warn("cache: %s list %s not stored: %s", st->component, st->path,
-				 store_strerror(e));
-		return;
-	default: /* JOB_LIST_ABORT */
-		store_replace_abort(st->session);
-		st->session = NULL;
+	default: /* JOB_LIST_END */
+		list_end(cm, st, j->complete);
 		return;
 	}
 }
@@ -830,8 +891,7 @@ void cache_manager_free(struct cache_manager *cm)
 struct cache_tee {
 	struct cache_manager *cm;
 	struct stream *st;
-	struct gunzip *gz;
-	struct list_decoder *ld;
+	struct gunzip *gz; /* WATCH, OBJECT, DISCOVERY (a LIST's is its stream's) */
 	struct watch_decoder *wd;
 	struct buf body; /* OBJECT and DISCOVERY */
 	bool dead;	 /* decoding failed, or the queue budget ran out */
@@ -869,11 +929,6 @@ static int queue_item(struct cache_tee *t, enum job_kind kind, const struct stre
 	return 0;
 }
 
-static int on_list_item(void *ctx, const struct stream_object *item)
-{
-	return queue_item(ctx, JOB_LIST_ITEM, item, WATCH_ADDED);
-}
-
 static int on_watch_event(void *ctx, const struct watch_event *ev)
 {
 	struct cache_tee *t = ctx;
@@ -893,8 +948,6 @@ static int decode(void *ctx, const char *data, size_t len)
 {
 	struct cache_tee *t = ctx;
 	switch (t->st->mode) {
-	case CACHE_LIST:
-		return list_decoder_feed(t->ld, data, len);
 	case CACHE_WATCH:
 		return watch_decoder_feed(t->wd, data, len);
 	default:
@@ -961,10 +1014,11 @@ struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
 		free(t->st->path);
 		t->st->path = buf_steal(&p);
 	}
-	if (gzip && !(t->gz = gunzip_new(INFLATE_MAX, decode, t)))
-		goto fail;
 	if (mode == CACHE_LIST) {
-		if (!(t->ld = list_decoder_new(on_list_item, t)))
+		/* decoded by the worker: the client's bytes only get copied */
+		t->st->cm = cm;
+		if (!(t->st->ld = list_decoder_new(on_list_item, t->st)) ||
+		    (gzip && !(t->st->gz = gunzip_new(INFLATE_MAX, decode_list, t->st))))
 			goto fail;
 		struct job *j =
 		    job_new(t->st->resume_token ? JOB_LIST_RESUME : JOB_LIST_BEGIN, t->st);
@@ -974,13 +1028,14 @@ struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
 			goto fail;
 		}
 		enqueue(cm, j, false);
+	} else if (gzip && !(t->gz = gunzip_new(INFLATE_MAX, decode, t))) {
+		goto fail;
 	} else if (mode == CACHE_WATCH && !(t->wd = watch_decoder_new(on_watch_event, t))) {
 		goto fail;
 	}
 	return t;
 fail:
 	gunzip_free(t->gz);
-	list_decoder_free(t->ld);
 	stream_unref(t->st);
 	free(t);
 	return NULL;
@@ -991,24 +1046,43 @@ fail:
 static void tee_release(struct cache_tee *t)
 {
 	gunzip_free(t->gz);
-	list_decoder_free(t->ld);
 	watch_decoder_free(t->wd);
 	buf_free(&t->body);
 	t->gz = NULL;
-	t->ld = NULL;
 	t->wd = NULL;
+}
+
+/* A piece of a list's body, copied for the worker; false when the queues
+ * are over budget (the list is then not cached). */
+static bool queue_list_bytes(struct cache_tee *t, const char *data, size_t len)
+{
+	struct job *j = job_new(JOB_LIST_BYTES, t->st);
+	if (!j || job_set_data(j, data, len) < 0) {
+		if (j)
+			job_free(j);
+		t->dead = true;
+		return false;
+	}
+	if (!enqueue(t->cm, j, true)) {
+		tee_drop(t);
+		return false;
+	}
+	return true;
 }
 
 void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
 {
 	if (!t || t->dead || !len)
 		return;
+	if (t->st->mode == CACHE_LIST) {
+		queue_list_bytes(t, data, len);
+		return;
+	}
 	int rc = t->gz ? gunzip_feed(t->gz, data, len) : decode(t, data, len);
 	if (rc < 0 && !t->dead) {
 		t->dead = true;
-		const char *why = t->ld	  ? list_decoder_error(t->ld)
-				  : t->wd ? watch_decoder_error(t->wd)
-					  : "object too large or undecodable";
+		const char *why =
+		    t->wd ? watch_decoder_error(t->wd) : "object too large or undecodable";
 		if ((!why || !*why) && t->gz)
 			why = "corrupt gzip, or more than 512 MiB inflated";
 		log_v(1, "cache: %s %s: not cached: %s", t->st->component, t->st->path,
@@ -1018,31 +1092,12 @@ void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
 		tee_release(t); /* not earlier: a decoder's callback may have killed it */
 }
 
-/* Is the list complete and a real list (not a Status)? */
-static bool list_ok(struct cache_tee *t, struct list_meta *meta)
-{
-	if (list_decoder_finish(t->ld, meta) < 0)
-		return false;
-	size_t n = strlen(meta->kind);
-	return n >= 4 && !strcmp(meta->kind + n - 4, "List");
-}
-
 static void end_list(struct cache_tee *t, bool ok)
 {
-	struct list_meta meta;
-	ok = ok && list_ok(t, &meta);
-	struct job *j = job_new(JOB_LIST_ABORT, t->st);
+	struct job *j = job_new(JOB_LIST_END, t->st);
 	if (!j)
 		return; /* the stream's last reference aborts the session */
-	if (ok && meta.continue_token && *meta.continue_token) {
-		j->kind = JOB_LIST_PARK;
-		j->token = strdup(meta.continue_token);
-		if (!j->token)
-			j->kind = JOB_LIST_ABORT;
-	} else if (ok) {
-		j->kind = JOB_LIST_COMMIT;
-		j->rv = meta.rv;
-	}
+	j->complete = ok;
 	enqueue(t->cm, j, false);
 }
 
@@ -1065,7 +1120,7 @@ void cache_tee_end(struct cache_tee *t, bool complete)
 	if (!t)
 		return;
 	bool ok = complete && !t->dead;
-	if (ok && t->gz && gunzip_finish(t->gz) < 0)
+	if (ok && t->gz && t->st->mode != CACHE_LIST && gunzip_finish(t->gz) < 0)
 		ok = false;
 	switch (t->st->mode) {
 	case CACHE_LIST:
@@ -1079,7 +1134,6 @@ void cache_tee_end(struct cache_tee *t, bool complete)
 		end_body(t, ok);
 	}
 	gunzip_free(t->gz);
-	list_decoder_free(t->ld);
 	watch_decoder_free(t->wd);
 	buf_free(&t->body);
 	stream_unref(t->st);

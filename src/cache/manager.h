@@ -3,13 +3,13 @@
  * operations, without ever slowing the response down.
  *
  * A "tee" sits on one response: the proxy feeds it every body byte it hands
- * to the client.  The tee decodes incrementally (inflating gzip first) and
- * queues small jobs - one per list item or watch event - to a worker thread;
- * the workers call the store.  Jobs of one view always go to the same worker,
- * so a list's items and the watch events of that view are applied in the
- * order they came.  If the workers fall behind by more than a bound of
- * queued bytes, the tee gives up on that response (counted, logged) rather
- * than hold the client: caching is a side effect.
+ * to the client.  A list's bytes are only copied into the queue of a worker
+ * thread, which decodes them (inflating gzip first) and calls the store, so
+ * that the client never waits for the decoder or the disk; a watch's bytes
+ * are decoded by the tee into one small job per event.  Jobs of one view always go to the same
+ * worker, so a list's items and the watch events of that view are applied in the order they came.
+ * If the workers fall behind by more than a bound of queued bytes, the tee gives up on that
+ * response (counted, logged) rather than hold the client: caching is a side effect.
  *
  *   LIST     streaming replace of the request's view; a paginated list
  *            (limit/continue) is kept open across its pages and committed
