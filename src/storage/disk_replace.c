@@ -481,22 +481,29 @@ static int restore_views(struct replace *r);
  * disk_delta_apply() skips. */
 #define DELTA_OLD ".old"
 
-/* Move rel from one tree to the same path in another, making its
- * namespace directory there if need be. */
-static int move_rel(int from_fd, int to_fd, const char *rel)
+/* Make the namespace directory of rel ("<ns>/<name>") in the tree at
+ * fd, if rel has one and it is not there yet. */
+static int ensure_ns_dir(int fd, const char *rel)
 {
 	const char *slash = strchr(rel, '/');
-	if (slash) {
-		char ns[KEY_NAME_MAX + 1];
-		size_t n = (size_t)(slash - rel);
-		if (n > KEY_NAME_MAX)
-			return -ENAMETOOLONG;
-		memcpy(ns, rel, n);
-		ns[n] = '\0';
-		if (mkdirat(to_fd, ns, FS_DIR_MODE) < 0 && errno != EEXIST)
-			return -errno;
-	}
-	return renameat(from_fd, rel, to_fd, rel) < 0 ? -errno : 0;
+	if (!slash)
+		return 0;
+	char ns[KEY_NAME_MAX + 1];
+	size_t n = (size_t)(slash - rel);
+	if (n > KEY_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(ns, rel, n);
+	ns[n] = '\0';
+	return mkdirat(fd, ns, FS_DIR_MODE) < 0 && errno != EEXIST ? -errno : 0;
+}
+
+/* Move rel from one tree to the same path in another. */
+static int move_rel(int from_fd, int to_fd, const char *rel)
+{
+	int rc = ensure_ns_dir(to_fd, rel);
+	if (rc == 0 && renameat(from_fd, rel, to_fd, rel) < 0)
+		rc = -errno;
+	return rc;
 }
 
 /* One change of a delta, and what applying it did. */
@@ -519,13 +526,7 @@ static int apply_delta(struct replace *r, int old_fd, struct delta_step *st, siz
 			if (rc == -ENOENT)
 				rc = 0;
 		} else {
-			const char *slash = strchr(s->rel, '/');
-			if (slash) { /* T's copy keeps its path in DELTA_OLD */
-				char ns[KEY_NAME_MAX + 1];
-				snprintf(ns, sizeof ns, "%.*s", (int)(slash - s->rel), s->rel);
-				if (mkdirat(old_fd, ns, FS_DIR_MODE) < 0 && errno != EEXIST)
-					rc = -errno;
-			}
+			rc = ensure_ns_dir(old_fd, s->rel); /* T's copy keeps its path */
 			if (rc == 0 && linkat(r->t_fd, s->rel, old_fd, s->rel, 0) == 0)
 				s->had_old = true;
 			else if (rc == 0 && errno != ENOENT)
