@@ -313,7 +313,8 @@ int main(int argc, char **argv)
 	t = now();
 	nall = iterate(s, "");
 	unfiltered = now() - t;
-	size_t index_bytes = disk_store_index_bytes(s), index_objs = disk_store_index_objects(s);
+	size_t index_bytes, index_objs;
+	disk_store_index_size(s, &index_objs, &index_bytes);
 	store_close(s);
 
 	double o = median(ours), y = median(yh), f = median(fl), in = median(inodes);

@@ -1407,14 +1407,9 @@ static enum store_err disk_get_cluster_info(struct store *s, const char *url_pat
 
 /* ---- open and close ---- */
 
-size_t disk_store_index_bytes(struct store *s)
+void disk_store_index_size(struct store *s, size_t *objects, size_t *bytes)
 {
-	return disk_index_bytes(disk_of(s));
-}
-
-size_t disk_store_index_objects(struct store *s)
-{
-	return disk_index_objects(disk_of(s));
+	disk_index_size(disk_of(s), objects, bytes);
 }
 
 int disk_store_index_check(struct store *s, char **why)

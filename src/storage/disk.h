@@ -52,11 +52,10 @@ void disk_store_stats(struct store *s, struct disk_stats *out);
 /* Wait until removals of replaced trees have finished (tests, shutdown). */
 void disk_store_drain(struct store *s);
 
-/* The in-memory index of the objects (storage/disk_index.h): its size in
- * bytes, and a check that it says what the files say (0, or -1 with *why
+/* The in-memory index of the objects (storage/disk_index.h): how many it
+ * holds and its size in bytes, and a check that it says what the files say (0, or -1 with *why
  * malloc'ed; takes every lock, for tests). */
-size_t disk_store_index_bytes(struct store *s);
-size_t disk_store_index_objects(struct store *s);
+void disk_store_index_size(struct store *s, size_t *objects, size_t *bytes);
 int disk_store_index_check(struct store *s, char **why);
 
 #endif

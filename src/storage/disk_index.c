@@ -338,36 +338,21 @@ int disk_index_check(struct disk_store *d, char **why)
 	return rc < 0 ? -1 : 0;
 }
 
-size_t disk_index_bytes(struct disk_store *d)
+void disk_index_size(struct disk_store *d, size_t *objects, size_t *bytes)
 {
-	size_t n = 0;
+	*objects = *bytes = 0;
 	pthread_mutex_lock(&d->index.lock);
 	struct strmap_entry *e;
 	for (size_t i = 0; (e = strmap_next(&d->index.dirs, &i));) {
 		struct res_index *ri = e->value;
 		pthread_mutex_lock(&ri->lock);
-		n += sizeof *ri + ri->objs.cap * sizeof(struct strmap_entry);
+		*objects += ri->objs.len;
+		*bytes += sizeof *ri + ri->objs.cap * sizeof(struct strmap_entry);
 		struct strmap_entry *o;
 		for (size_t j = 0; (o = strmap_next(&ri->objs, &j));)
-			n += strlen(o->key) + 1 + sizeof(struct index_obj) +
-			     ((struct index_obj *)o->value)->doc_len + 1;
+			*bytes += strlen(o->key) + 1 + sizeof(struct index_obj) +
+				  ((struct index_obj *)o->value)->doc_len + 1;
 		pthread_mutex_unlock(&ri->lock);
 	}
 	pthread_mutex_unlock(&d->index.lock);
-	return n;
-}
-
-size_t disk_index_objects(struct disk_store *d)
-{
-	size_t n = 0;
-	pthread_mutex_lock(&d->index.lock);
-	struct strmap_entry *e;
-	for (size_t i = 0; (e = strmap_next(&d->index.dirs, &i));) {
-		struct res_index *ri = e->value;
-		pthread_mutex_lock(&ri->lock);
-		n += ri->objs.len;
-		pthread_mutex_unlock(&ri->lock);
-	}
-	pthread_mutex_unlock(&d->index.lock);
-	return n;
 }

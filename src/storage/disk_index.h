@@ -102,9 +102,8 @@ int index_obj_matches(const struct index_obj *o, const struct selector *labels,
  * store's global lock exclusively: for tests. */
 int disk_index_check(struct disk_store *d, char **why);
 
-/* Bytes the index holds in memory, counted as allocated. */
-size_t disk_index_bytes(struct disk_store *d);
-/* Objects in the built indexes. */
-size_t disk_index_objects(struct disk_store *d);
+/* Objects in the built indexes, and the bytes they hold in memory (counted
+ * as allocated). */
+void disk_index_size(struct disk_store *d, size_t *objects, size_t *bytes);
 
 #endif

@@ -78,10 +78,16 @@ struct op {
 	const char *(*differs_new)(struct store *s);
 };
 
+/* View "a" listed at rv holding exactly objs, and "b"'s object untouched. */
+static const char *view_a_is(struct store *s, uint64_t rv, const struct fx_obj *objs, size_t n)
+{
+	const char *why = fx_differs(s, "a", rv, objs, n, PAD, 1);
+	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
+}
+
 static const char *seed_differs(struct store *s)
 {
-	const char *why = fx_differs(s, "a", 10, SEED, N(SEED), PAD, 1);
-	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
+	return view_a_is(s, 10, SEED, N(SEED));
 }
 
 static enum store_err run_relist(struct store *s)
@@ -91,8 +97,7 @@ static enum store_err run_relist(struct store *s)
 
 static const char *relist_new(struct store *s)
 {
-	const char *why = fx_differs(s, "a", 20, RELIST, N(RELIST), PAD, 1);
-	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
+	return view_a_is(s, 20, RELIST, N(RELIST));
 }
 
 /* Relists that change one object of six: deltas, moved into the tree
@@ -109,8 +114,7 @@ static enum store_err run_change_one(struct store *s)
 
 static const char *change_one_new(struct store *s)
 {
-	const char *why = fx_differs(s, "a", 20, CHANGE_ONE, N(CHANGE_ONE), PAD, 1);
-	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
+	return view_a_is(s, 20, CHANGE_ONE, N(CHANGE_ONE));
 }
 
 static enum store_err run_drop_one(struct store *s)
@@ -120,8 +124,7 @@ static enum store_err run_drop_one(struct store *s)
 
 static const char *drop_one_new(struct store *s)
 {
-	const char *why = fx_differs(s, "a", 20, DROP_ONE, N(DROP_ONE), PAD, 1);
-	return why ? why : fx_differs(s, "b", 0, SOLO, 1, PAD, 1);
+	return view_a_is(s, 20, DROP_ONE, N(DROP_ONE));
 }
 
 static enum store_err run_first(struct store *s)
