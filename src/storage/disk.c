@@ -969,6 +969,22 @@ static void iter_ready(struct disk_iter *it, const char *start_after)
 	it->current.is_root = 0;
 }
 
+/* An empty iterator over the collection at root; collect_entry() fills it. */
+static enum store_err iter_new(struct store *s, const struct store_key *root,
+			       struct disk_iter **out)
+{
+	struct disk_iter *it = calloc(1, sizeof *it);
+	*out = it;
+	if (!it)
+		return STORE_NOMEM;
+	it->base.store = s;
+	it->d = disk_of(s);
+	it->dir_fd = -1;
+	struct store_key_info info = {root->component, root->group,	root->version,
+				      root->resource,  root->namespace, root->name};
+	return key_build_disk(it->d->layout, &info, &it->root);
+}
+
 static enum store_err disk_iter_begin(struct store *s, const struct store_key *root,
 				      const char *start_after, struct store_iter **out)
 {
@@ -976,15 +992,10 @@ static enum store_err disk_iter_begin(struct store *s, const struct store_key *r
 	*out = NULL;
 	if (!root || !root->path)
 		return STORE_EMPTY_KEY;
-	struct disk_iter *it = calloc(1, sizeof *it);
+	struct disk_iter *it;
+	enum store_err e = iter_new(s, root, &it);
 	if (!it)
-		return STORE_NOMEM;
-	it->base.store = s;
-	it->d = d;
-	it->dir_fd = -1;
-	struct store_key_info info = {root->component, root->group,	root->version,
-				      root->resource,  root->namespace, root->name};
-	enum store_err e = key_build_disk(d->layout, &info, &it->root);
+		return e;
 	int rc = 0;
 	if (e == STORE_OK) {
 		/* names only, under the lock; the objects are read one by one */
@@ -1104,22 +1115,14 @@ static enum store_err disk_iter_begin_matching(struct store *s, const struct sto
 		candidates_free(c, n);
 		return disk_iter_begin(s, root, start_after, out);
 	}
-	struct disk_iter *it = calloc(1, sizeof *it);
-	enum store_err e = it ? STORE_OK : STORE_NOMEM;
-	if (it) {
-		it->base.store = s;
-		it->d = d;
-		it->dir_fd = -1;
-		struct store_key_info info = {root->component, root->group,	root->version,
-					      root->resource,  root->namespace, root->name};
-		e = key_build_disk(d->layout, &info, &it->root);
-	}
+	struct disk_iter *it;
+	enum store_err e = iter_new(s, root, &it);
 	for (size_t i = 0; e == STORE_OK && i < n; i++)
 		if (collect_entry(it, c[i].ns, c[i].name, NULL) || it->oom)
 			e = STORE_NOMEM;
 	candidates_free(c, n);
 	if (e != STORE_OK) {
-		disk_iter_free(&it->base);
+		disk_iter_free(it ? &it->base : NULL);
 		return e;
 	}
 	iter_ready(it, start_after);
