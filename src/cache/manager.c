@@ -58,8 +58,7 @@ struct stream {
 	/* LIST: the body is decoded by the worker, off the client's path */
 	struct cache_manager *cm;
 	struct gunzip *gz;
-	struct list_decoder *ld;
-	bool undecodable;
+	struct list_decoder *ld; /* the session goes when its body cannot be decoded */
 };
 
 struct job {
@@ -614,8 +613,8 @@ static int decode_list(void *ctx, const char *data, size_t len)
 
 static void list_bytes(struct stream *st, const char *data, size_t len)
 {
-	if (!st->session || st->undecodable)
-		return; /* nothing to store it in: not even decoded */
+	if (!st->session)
+		return; /* nothing to store it in (or undecodable): not even decoded */
 	int rc = st->gz ? gunzip_feed(st->gz, data, len) : list_decoder_feed(st->ld, data, len);
 	if (rc < 0) {
 		const char *why = list_decoder_error(st->ld);
@@ -623,7 +622,6 @@ static void list_bytes(struct stream *st, const char *data, size_t len)
 			why = "corrupt gzip, or more than 512 MiB inflated";
 		log_v(1, "cache: %s %s: not cached: %s", st->component, st->path,
 		      why && *why ? why : "decoding stopped");
-		st->undecodable = true;
 		store_replace_abort(st->session);
 		st->session = NULL;
 	}
@@ -632,8 +630,7 @@ static void list_bytes(struct stream *st, const char *data, size_t len)
 /* Is the list complete and a real list (not a Status)? */
 static bool list_ok(struct stream *st, struct list_meta *meta)
 {
-	if (st->undecodable || (st->gz && gunzip_finish(st->gz) < 0) ||
-	    list_decoder_finish(st->ld, meta) < 0)
+	if ((st->gz && gunzip_finish(st->gz) < 0) || list_decoder_finish(st->ld, meta) < 0)
 		return false;
 	size_t n = strlen(meta->kind);
 	return n >= 4 && !strcmp(meta->kind + n - 4, "List");
