@@ -1,25 +1,24 @@
 /*
  * stream.c - the list and watch decoders and the bounded gunzip of stream.h.
  *
- * One yajl pass per body.  Inside a callback, yajl_get_bytes_consumed() is
- * the offset just past the token being reported within the chunk being
- * parsed; braces are one-byte tokens that never straddle chunks, so an
- * object's '{' is at that offset - 1 in its start_map callback and its '}'
- * likewise in its end_map (both checked).  An object lying in one chunk is
- * handed out in place; one spanning chunks is gathered in `held`, the only
- * copy, which never holds more than one object.
+ * One pass of util/json_scan per body.  Inside a callback,
+ * json_scan_consumed() is the offset just past the token being reported
+ * within the chunk being fed; braces are one-byte tokens that never
+ * straddle chunks, so an object's '{' is at that offset - 1 in its
+ * JSON_MAP_START and its '}' likewise in its JSON_MAP_END (both checked).
+ * An object lying in one chunk is handed out in place; one spanning chunks
+ * is gathered in `held`, the only copy, which never holds more than one
+ * object.
  *
- * The bounds of stream.h are checked as tokens end (progress()), as an
- * object's bytes are kept (span_save, span_end) and as containers open, so
- * that the verdict is the same however the body is cut into chunks.
+ * Of an object, only its kind, code, metadata and metadata.annotations are
+ * read: every other container in it is skipped (JSON_SCAN_SKIP), which the
+ * scanner checks without calling back.  That is what makes decoding a
+ * list cheap: most of a pod is its spec and status.
  *
- * yajl keeps a token cut by a chunk end and reads it again from its start
- * with the next chunk, so a long string fed in small chunks costs quadratic
- * time (an 8 MiB one in 16 KiB chunks: two seconds).  The bytes after the latest
- * token are followed (scan()); once a string has gone on for GATHER_FROM
- * bytes, input is gathered instead of parsed until the string ends or the
- * gathered part is as long as what yajl holds, which makes the cost linear.
- * A number or literal that long is refused: none is.
+ * The bounds of stream.h are the scanner's limits (depth, bytes without a
+ * token ending, a number's length) and are checked as an object's bytes
+ * are kept (span_save, span_end), so that the verdict is the same however
+ * the body is cut into chunks.
  *
  * list_meta.kind is truncated to 63 bytes (on a UTF-8 boundary): it is only
  * informational.  A list resourceVersion longer than 31 bytes is rejected
@@ -34,22 +33,13 @@
 #include <string.h>
 
 #define ZLIB_CONST
-#include <yajl/yajl_parse.h>
 #include <zlib.h>
 
 #include "kube/meta.h"
 #include "util/buf.h"
+#include "util/json_scan.h"
 
-#define GATHER_FROM (4u << 10)
-
-/* What the bytes after the latest token are, as far as scanned. */
-enum scan {
-	SCAN_SPACE, /* whitespace, ',' and ':' (tokens without a callback) */
-	SCAN_STRING,
-	SCAN_NUMBER,
-	SCAN_OTHER, /* a literal, or what yajl will refuse */
-	SCAN_END,   /* the token ended: yajl's callback follows */
-};
+#define NUMBER_MAX (4u << 10)
 
 /* What the next value means, named by the latest key. */
 enum slot {
@@ -93,20 +83,14 @@ struct pick {
 
 /* State common to both decoders; the first member of each. */
 struct core {
-	yajl_handle h;
+	struct json_scan *js;
 	bool is_watch;
 	size_t obj_depth; /* depth at which the object's own keys arrive */
 	const char *chunk;
 	size_t chunk_len;
-	unsigned long long fed;	    /* bytes before the current chunk */
-	unsigned long long mark;    /* where the latest token ended */
-	enum scan scan;		    /* what follows the mark */
-	bool escaped;		    /* in a string: the last byte escapes the next */
-	unsigned long long scan_at; /* the next byte to scan */
-	struct buf gathered;	    /* input not given to yajl yet */
-	bool gathering;
-	bool at_end;  /* in finish: errors are at byte `fed` */
-	size_t depth; /* open containers */
+	unsigned long long fed; /* bytes before the current chunk */
+	bool at_end;		/* in finish: errors are at byte `fed` */
+	size_t depth;		/* open containers */
 	enum slot slot;
 	bool in_obj;
 	struct span span;
@@ -136,7 +120,7 @@ struct watch_decoder {
 /* ---- errors ---- */
 
 /* Records the first error as "<what> at byte N[: detail]", on one line;
- * returns 0 so that yajl callbacks can cancel with it. */
+ * returns 0 (JSON_SCAN_STOP) so that callbacks can stop the scan with it. */
 static unsigned long long position(const struct core *c);
 
 static int fail_detail(struct core *c, const char *what, const char *detail, size_t len)
@@ -160,43 +144,32 @@ static int fail(struct core *c, const char *what)
 	return fail_detail(c, what, NULL, 0);
 }
 
-/* yajl refused the input (or a callback canceled): -1 with a message. */
+/* The scanner refused the input (or a callback stopped it): -1 with a
+ * message. */
 static int parse_failed(struct core *c)
 {
-	unsigned char *msg;
-	size_t len;
+	const char *detail;
 
 	if (c->failed)
 		return -1;
-	msg = yajl_get_error(c->h, 0, NULL, 0);
-	len = msg ? strlen((char *)msg) : 0;
-	while (len && (msg[len - 1] == '\n' || msg[len - 1] == ' '))
-		len--;
-	fail_detail(c, "malformed JSON", msg ? (char *)msg : "", len);
-	if (msg)
-		yajl_free_error(c->h, msg);
-	return -1;
+	switch (json_scan_error(c->js, &detail)) {
+	case JSON_SCAN_TOO_DEEP:
+		return fail(c, "JSON nested too deep") - 1;
+	case JSON_SCAN_NO_TOKEN_END:
+		return fail(c, "no JSON token ends within 8 MiB") - 1;
+	case JSON_SCAN_NUMBER_TOO_LONG:
+		return fail(c, "a JSON number longer than 4 KiB") - 1;
+	case JSON_SCAN_NO_MEMORY:
+		return fail(c, "out of memory") - 1;
+	default:
+		return fail_detail(c, "malformed JSON", detail, detail ? strlen(detail) : 0) - 1;
+	}
 }
 
-/* Where yajl is in the body; between parses, the end of the input. */
+/* Where the scanner is in the body; between feeds, the end of the input. */
 static unsigned long long position(const struct core *c)
 {
-	if (c->at_end)
-		return c->fed;
-	return c->chunk ? c->fed + yajl_get_bytes_consumed(c->h) : c->fed + c->gathered.len;
-}
-
-/* A token ended: it and the whitespace before it stay within the bound. */
-static int progress(struct core *c)
-{
-	unsigned long long at = position(c);
-
-	if (at - c->mark > STREAM_OBJECT_MAX)
-		return fail(c, "no JSON token ends within 8 MiB");
-	c->mark = c->scan_at = at;
-	c->scan = SCAN_SPACE;
-	c->escaped = false;
-	return 1;
+	return c->at_end ? c->fed : json_scan_position(c->js);
 }
 
 static const char *core_error(const struct core *c)
@@ -217,7 +190,7 @@ static void span_clear(struct span *s)
 /* start_map of the object: its '{' is the byte just consumed. */
 static int span_begin(struct core *c)
 {
-	size_t at = yajl_get_bytes_consumed(c->h);
+	size_t at = json_scan_consumed(c->js);
 
 	if (at == 0 || at > c->chunk_len || c->chunk[at - 1] != '{')
 		return fail(c, "internal error: lost an object's '{'");
@@ -231,7 +204,7 @@ static int span_begin(struct core *c)
 static int span_end(struct core *c)
 {
 	struct span *s = &c->span;
-	size_t at = yajl_get_bytes_consumed(c->h);
+	size_t at = json_scan_consumed(c->js);
 
 	if (at == 0 || at > c->chunk_len || c->chunk[at - 1] != '}')
 		return fail(c, "internal error: lost an object's '}'");
@@ -499,7 +472,7 @@ static int envelope_upto(struct list_decoder *d, size_t to)
 /* The items' ']' was just consumed: the envelope goes on from it. */
 static void envelope_resume(struct list_decoder *d)
 {
-	d->envelope_from = yajl_get_bytes_consumed(d->c.h) - 1;
+	d->envelope_from = json_scan_consumed(d->c.js) - 1;
 }
 
 /* A value of the list outside any item. */
@@ -519,7 +492,7 @@ static int list_value(struct list_decoder *d, enum slot slot, enum vtype t, cons
 		return t == V_MAP || t == V_NULL ? 1 : fail(c, "list metadata is not an object");
 	case SLOT_ITEMS:
 		d->in_items = t == V_ARRAY;
-		if (d->in_items && !envelope_upto(d, yajl_get_bytes_consumed(c->h)))
+		if (d->in_items && !envelope_upto(d, json_scan_consumed(c->js)))
 			return 0;
 		return t == V_ARRAY || t == V_NULL ? 1 : fail(c, "list items is not an array");
 	case SLOT_LIST_RV:
@@ -626,15 +599,13 @@ static int end_event(struct watch_decoder *w)
 	return stop ? fail(c, "stopped by the event callback") : 1;
 }
 
-/* ---- yajl callbacks, shared by both decoders ---- */
+/* ---- the scanner's callback, shared by both decoders ---- */
 
 static int on_value(struct core *c, enum vtype t, const char *s, size_t len)
 {
 	enum slot slot = c->slot;
 
 	c->slot = SLOT_NONE;
-	if (!progress(c))
-		return 0;
 	if (c->depth == 0) {
 		if (t != V_MAP)
 			return fail(c, "not a JSON object");
@@ -649,59 +620,30 @@ static int on_value(struct core *c, enum vtype t, const char *s, size_t len)
 	return list_value((struct list_decoder *)c, slot, t, s, len);
 }
 
-static int on_null(void *ctx)
-{
-	return on_value(ctx, V_NULL, NULL, 0);
-}
-
-static int on_boolean(void *ctx, int value)
-{
-	(void)value;
-	return on_value(ctx, V_BOOL, NULL, 0);
-}
-
-static int on_number(void *ctx, const char *s, size_t len)
-{
-	return on_value(ctx, V_NUMBER, s, len);
-}
-
-static int on_string(void *ctx, const unsigned char *s, size_t len)
-{
-	return on_value(ctx, V_STRING, (const char *)s, len);
-}
-
+/* Inside an object, only its metadata and annotations maps are read: the
+ * scanner checks every other container without calling back. */
 static int open_container(struct core *c, enum vtype t)
 {
+	bool in_obj = c->in_obj;
+	enum slot slot = c->slot;
 	int ok = on_value(c, t, NULL, 0);
 
-	if (ok && c->depth >= STREAM_DEPTH_MAX)
-		ok = fail(c, "JSON nested too deep");
 	c->depth++;
+	if (ok && in_obj && !(t == V_MAP && (slot == SLOT_META || slot == SLOT_ANNOTATIONS)))
+		return JSON_SCAN_SKIP;
 	return ok;
 }
 
-static int on_start_map(void *ctx)
+static int on_map_key(struct core *c, const char *key, size_t len)
 {
-	return open_container(ctx, V_MAP);
-}
+	const unsigned char *k = (const unsigned char *)key;
 
-static int on_start_array(void *ctx)
-{
-	return open_container(ctx, V_ARRAY);
-}
-
-static int on_map_key(void *ctx, const unsigned char *key, size_t len)
-{
-	struct core *c = ctx;
-
-	if (!progress(c))
-		return 0;
 	if (c->in_obj)
-		c->slot = pick_key_slot(c, key, len);
+		c->slot = pick_key_slot(c, k, len);
 	else if (c->is_watch)
-		c->slot = watch_key_slot(c, key, len);
+		c->slot = watch_key_slot(c, k, len);
 	else
-		c->slot = list_key_slot((struct list_decoder *)c, key, len);
+		c->slot = list_key_slot((struct list_decoder *)c, k, len);
 	return 1;
 }
 
@@ -713,12 +655,8 @@ static int end_object(struct core *c)
 	return c->is_watch ? 1 : emit_item((struct list_decoder *)c);
 }
 
-static int on_end(void *ctx)
+static int on_end(struct core *c)
 {
-	struct core *c = ctx;
-
-	if (!progress(c))
-		return 0;
 	c->depth--;
 	c->slot = SLOT_NONE;
 	if (c->in_obj) {
@@ -738,144 +676,53 @@ static int on_end(void *ctx)
 	return 1;
 }
 
-static const yajl_callbacks stream_callbacks = {
-    .yajl_null = on_null,
-    .yajl_boolean = on_boolean,
-    .yajl_number = on_number,
-    .yajl_string = on_string,
-    .yajl_start_map = on_start_map,
-    .yajl_map_key = on_map_key,
-    .yajl_end_map = on_end,
-    .yajl_start_array = on_start_array,
-    .yajl_end_array = on_end,
-};
+static int on_token(void *ctx, enum json_token t, const char *s, size_t len)
+{
+	struct core *c = ctx;
+
+	switch (t) {
+	case JSON_NULL:
+		return on_value(c, V_NULL, NULL, 0);
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return on_value(c, V_BOOL, NULL, 0);
+	case JSON_NUMBER:
+		return on_value(c, V_NUMBER, s, len);
+	case JSON_STRING:
+		return on_value(c, V_STRING, s, len);
+	case JSON_KEY:
+		return on_map_key(c, s, len);
+	case JSON_MAP_START:
+		return open_container(c, V_MAP);
+	case JSON_ARRAY_START:
+		return open_container(c, V_ARRAY);
+	default: /* JSON_MAP_END, JSON_ARRAY_END */
+		return on_end(c);
+	}
+}
 
 /* ---- the core's life ---- */
 
 static int core_init(struct core *c, bool is_watch)
 {
+	static const struct json_scan_limits limits = {
+	    .depth_max = STREAM_DEPTH_MAX,
+	    .gap_max = STREAM_OBJECT_MAX,
+	    .number_max = NUMBER_MAX,
+	};
+
 	c->is_watch = is_watch;
 	c->obj_depth = is_watch ? 2 : 3;
-	c->h = yajl_alloc(&stream_callbacks, NULL, c);
-	if (!c->h)
-		return -1;
-	if (is_watch)
-		yajl_config(c->h, yajl_allow_multiple_values, 1);
-	return 0;
+	c->js = json_scan_new(&limits, is_watch, on_token, c);
+	return c->js ? 0 : -1;
 }
 
 static void core_free(struct core *c)
 {
-	if (c->h)
-		yajl_free(c->h);
-	buf_free(&c->gathered);
+	json_scan_free(c->js);
 	buf_free(&c->span.held);
 	pick_free(&c->pick);
 	buf_free(&c->err);
-}
-
-static enum scan scan_byte(struct core *c, unsigned char b)
-{
-	switch (c->scan) {
-	case SCAN_SPACE:
-		if (b == '"')
-			return SCAN_STRING;
-		if (b == '-' || (b >= '0' && b <= '9'))
-			return SCAN_NUMBER;
-		return b && strchr(" \t\n\v\f\r,:", b) ? SCAN_SPACE : SCAN_OTHER;
-	case SCAN_STRING:
-		if (c->escaped)
-			c->escaped = false;
-		else if (b == '\\')
-			c->escaped = true;
-		else if (b == '"')
-			return SCAN_END;
-		return SCAN_STRING;
-	case SCAN_NUMBER:
-		return (b >= '0' && b <= '9') || (b && strchr("+-.eE", b)) ? SCAN_NUMBER : SCAN_END;
-	default:
-		return c->scan;
-	}
-}
-
-/* Follows data (at offset `at` of the body) from scan_at on; stops where the
- * token ends, since yajl's callback there starts the next scan. */
-static void scan(struct core *c, const char *data, size_t len, unsigned long long at)
-{
-	size_t i = c->scan_at > at ? (size_t)(c->scan_at - at) : 0;
-
-	for (; i < len && c->scan != SCAN_END && c->scan != SCAN_OTHER; i++)
-		c->scan = scan_byte(c, (unsigned char)data[i]);
-	if (i <= len)
-		c->scan_at = at + i;
-}
-
-static int parse_chunk(struct core *c, const char *data, size_t len)
-{
-	c->chunk = data;
-	c->chunk_len = len;
-	if (yajl_parse(c->h, (const unsigned char *)data, len) != yajl_status_ok)
-		return parse_failed(c);
-	if (!c->is_watch) {
-		struct list_decoder *d = (struct list_decoder *)c;
-		if (!d->in_items && !envelope_upto(d, len))
-			return -1;
-		d->envelope_from = 0;
-	}
-	scan(c, data, len, c->fed);
-	if (!span_save(c))
-		return -1;
-	c->chunk = NULL;
-	c->chunk_len = 0;
-	c->fed += len;
-	return 0;
-}
-
-/* After input was parsed or gathered: the bounds, and whether to gather. */
-static int after_input(struct core *c)
-{
-	unsigned long long since = c->fed + c->gathered.len - c->mark;
-
-	if (since > STREAM_OBJECT_MAX) {
-		fail(c, "no JSON token ends within 8 MiB");
-		return -1;
-	}
-	if (since <= GATHER_FROM || c->scan == SCAN_SPACE || c->scan == SCAN_END)
-		return 0;
-	if (c->scan != SCAN_STRING) {
-		fail(c, "a JSON number or literal longer than 4 KiB");
-		return -1;
-	}
-	c->gathering = true;
-	return 0;
-}
-
-/* Gives yajl what was gathered, in one piece. */
-static int flush_gathered(struct core *c)
-{
-	int rc;
-
-	c->gathering = false;
-	if (!c->gathered.len)
-		return 0;
-	rc = parse_chunk(c, c->gathered.data, c->gathered.len);
-	buf_reset(&c->gathered);
-	return rc < 0 ? -1 : after_input(c);
-}
-
-/* While a long string goes on: keep the input until the string ends, or
- * until there is as much of it as yajl holds (each parse then at least
- * doubles what yajl re-reads, so the re-reading adds up to linear). */
-static int gather(struct core *c, const char *data, size_t len)
-{
-	scan(c, data, len, c->fed + c->gathered.len);
-	if (buf_append(&c->gathered, data, len) < 0) {
-		fail(c, "out of memory");
-		return -1;
-	}
-	if (c->scan == SCAN_STRING && c->gathered.len < c->fed - c->mark)
-		return after_input(c);
-	return flush_gathered(c);
 }
 
 static int core_feed(struct core *c, const char *data, size_t len)
@@ -884,11 +731,33 @@ static int core_feed(struct core *c, const char *data, size_t len)
 		return -1;
 	if (len == 0)
 		return 0;
-	if (c->gathering)
-		return gather(c, data, len);
-	if (parse_chunk(c, data, len) < 0)
+	c->chunk = data;
+	c->chunk_len = len;
+	if (json_scan_feed(c->js, data, len) < 0)
+		return parse_failed(c);
+	if (!c->is_watch) {
+		struct list_decoder *d = (struct list_decoder *)c;
+		if (!d->in_items && !envelope_upto(d, len))
+			return -1;
+		d->envelope_from = 0;
+	}
+	if (!span_save(c))
 		return -1;
-	return after_input(c);
+	c->chunk = NULL;
+	c->chunk_len = 0;
+	c->fed += len;
+	return 0;
+}
+
+/* End of input: the scanner's verdict, after the decoder's own. */
+static int core_finish(struct core *c, const char *cut)
+{
+	if (c->failed)
+		return -1;
+	c->at_end = true;
+	if (c->depth != 0)
+		return fail(c, cut) - 1;
+	return json_scan_finish(c->js) < 0 ? parse_failed(c) : 0;
 }
 
 /* ---- list API ---- */
@@ -921,19 +790,8 @@ int list_decoder_feed(struct list_decoder *d, const char *data, size_t len)
 
 int list_decoder_finish(struct list_decoder *d, struct list_meta *meta)
 {
-	struct core *c = &d->c;
-
-	if (c->failed || flush_gathered(c) < 0)
+	if (core_finish(&d->c, "list body cut short") < 0)
 		return -1;
-	c->at_end = true;
-	if (c->depth != 0) {
-		fail(c, "list body cut short");
-		return -1;
-	}
-	c->chunk = " "; /* what yajl_complete_parse parses */
-	c->chunk_len = 1;
-	if (yajl_complete_parse(c->h) != yajl_status_ok)
-		return parse_failed(c);
 	if (meta)
 		*meta = d->meta;
 	return 0;
@@ -986,24 +844,9 @@ int watch_decoder_feed(struct watch_decoder *w, const char *data, size_t len)
 	return core_feed(&w->c, data, len);
 }
 
-/* Between events, a newline ends any pending top-level token (a number, a
- * literal, a string cut short) so that yajl reports it. */
 int watch_decoder_finish(struct watch_decoder *w)
 {
-	struct core *c = &w->c;
-
-	if (c->failed || flush_gathered(c) < 0)
-		return -1;
-	c->at_end = true;
-	if (c->depth != 0) {
-		fail(c, "watch stream cut inside an event");
-		return -1;
-	}
-	c->chunk = "\n";
-	c->chunk_len = 1;
-	if (yajl_parse(c->h, (const unsigned char *)"\n", 1) != yajl_status_ok)
-		return parse_failed(c);
-	return 0;
+	return core_finish(&w->c, "watch stream cut inside an event");
 }
 
 const char *watch_decoder_error(const struct watch_decoder *w)
