@@ -62,6 +62,7 @@ test: deps clients $(SANBUILD)/build.ninja $(FUZZBUILD)/build.ninja $(BUILD)/bui
 # The proxy benchmark first: the disk benchmark deletes many files at its end,
 # which slows inode creation for a while on some file systems.
 bench: build
+	$(BUILD)/bench/decode_bench
 	/usr/bin/python3 bench/proxy_bench.py $(BUILD)
 	/usr/bin/python3 bench/offline_bench.py $(BUILD)
 	/usr/bin/python3 bench/outage_bench.py $(BUILD)
