@@ -31,8 +31,11 @@
 #define INFLATE_MAX	   (512u << 20)
 #define PARK_SECONDS	   120 /* a paginated list's session waits this long for its next page */
 #define PARKED_MAX	   64
-#define TRIM_AFTER_BYTES   (8u << 20) /* give memory back after this much went through */
-#define STORE_WARN_SECONDS 10	      /* at most one warning per kind of write in this time */
+#define TRIM_AFTER_BYTES   (8u << 20)  /* give memory back after this much went through */
+#define TRIM_IDLE_MS	   1000	       /* ... and the worker was idle this long */
+#define PIECE_BYTES	   (64u << 10) /* a list's body goes to its worker in pieces this big */
+#define PIECES_KEPT	   64	       /* pieces kept for the next list: 4 MiB */
+#define STORE_WARN_SECONDS 10	       /* at most one warning per kind of write in this time */
 
 enum job_kind {
 	JOB_LIST_BEGIN,
@@ -61,11 +64,21 @@ struct stream {
 	struct list_decoder *ld; /* the session goes when its body cannot be decoded */
 };
 
+/* Pieces of list bodies on their way to a worker, kept for the next ones:
+ * memory that malloc has just handed back to the system costs the
+ * connection copying a piece a page fault per 4 KiB. */
+struct piece_pool {
+	pthread_mutex_t lock;
+	char *kept[PIECES_KEPT];
+	int n;
+};
+
 struct job {
 	enum job_kind kind;
 	struct stream *st;
 	char *data;
 	size_t len;
+	struct piece_pool *pool; /* data is a piece of it; NULL: malloc'ed */
 	char *ns, *name, *token;
 	uint64_t rv;
 	enum watch_type type;
@@ -114,6 +127,7 @@ struct cache_manager {
 	void (*on_failure)(void *ctx, const char *component, const char *path);
 	void *on_failure_ctx;
 	struct local_changes *changes; /* the hub's offline edits; NULL: none */
+	struct piece_pool pieces;
 };
 
 /* ---- streams ---- */
@@ -186,9 +200,44 @@ static int stream_worker(const struct cache_manager *cm, const struct stream *st
 
 /* ---- queues ---- */
 
+/* ---- pieces ---- */
+
+static char *piece_get(struct piece_pool *pool)
+{
+	char *p = NULL;
+
+	pthread_mutex_lock(&pool->lock);
+	if (pool->n)
+		p = pool->kept[--pool->n];
+	pthread_mutex_unlock(&pool->lock);
+	return p ? p : malloc(PIECE_BYTES);
+}
+
+static void piece_put(struct piece_pool *pool, char *p)
+{
+	pthread_mutex_lock(&pool->lock);
+	if (pool->n < PIECES_KEPT) {
+		pool->kept[pool->n++] = p;
+		p = NULL;
+	}
+	pthread_mutex_unlock(&pool->lock);
+	free(p);
+}
+
+static void pieces_free(struct piece_pool *pool)
+{
+	pthread_mutex_lock(&pool->lock);
+	while (pool->n)
+		free(pool->kept[--pool->n]);
+	pthread_mutex_unlock(&pool->lock);
+}
+
 static void job_free(struct job *j)
 {
-	free(j->data);
+	if (j->pool)
+		piece_put(j->pool, j->data);
+	else
+		free(j->data);
 	free(j->ns);
 	free(j->name);
 	free(j->token);
@@ -730,6 +779,49 @@ static void do_job(struct cache_manager *cm, struct job *j)
 	}
 }
 
+/* The workers' waits are timed on the monotonic clock. */
+static int worker_cond_init(pthread_cond_t *cond)
+{
+	pthread_condattr_t attr;
+	int rc = pthread_condattr_init(&attr);
+
+	if (rc)
+		return rc;
+	rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+	if (!rc)
+		rc = pthread_cond_init(cond, &attr);
+	pthread_condattr_destroy(&attr);
+	return rc;
+}
+
+/* With the worker's lock held and its queue empty: waits for a job, or
+ * for TRIM_IDLE_MS when a big list went through since the last trim, and
+ * then hands that list's memory back to the system instead of keeping the
+ * peak for good.  Not as soon as the queue runs dry: a worker that decodes
+ * faster than a list arrives catches up many times per list, and memory
+ * given back must be faulted in again by the connection copying the next
+ * piece. */
+static void worker_wait(struct worker *w, size_t *since_trim)
+{
+	struct timespec until;
+
+	if (*since_trim < TRIM_AFTER_BYTES) {
+		pthread_cond_wait(&w->cond, &w->lock);
+		return;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &until);
+	until.tv_nsec += (TRIM_IDLE_MS % 1000) * 1000000L;
+	until.tv_sec += TRIM_IDLE_MS / 1000 + until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	if (pthread_cond_timedwait(&w->cond, &w->lock, &until) != ETIMEDOUT || w->head)
+		return;
+	pthread_mutex_unlock(&w->lock);
+	pieces_free(&w->cm->pieces);
+	malloc_trim(0);
+	*since_trim = 0;
+	pthread_mutex_lock(&w->lock);
+}
+
 static void *worker_main(void *p)
 {
 	struct worker *w = p;
@@ -737,17 +829,8 @@ static void *worker_main(void *p)
 	size_t since_trim = 0;
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		if (!w->head && since_trim >= TRIM_AFTER_BYTES) {
-			/* A big list went through: hand its memory back to the
-			 * system instead of keeping the peak for good. */
-			pthread_mutex_unlock(&w->lock);
-			malloc_trim(0);
-			since_trim = 0;
-			pthread_mutex_lock(&w->lock);
-			continue;
-		}
 		while (!w->head && !w->stop)
-			pthread_cond_wait(&w->cond, &w->lock);
+			worker_wait(w, &since_trim);
 		if (!w->head && w->stop)
 			break;
 		struct job *j = w->head;
@@ -798,6 +881,7 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 	}
 	pthread_mutex_init(&cm->park_lock, NULL);
 	pthread_mutex_init(&cm->trouble.lock, NULL);
+	pthread_mutex_init(&cm->pieces.lock, NULL);
 	cm->park_seconds = PARK_SECONDS;
 	int wanted = cm->nworkers, started = 0;
 	for (; started < wanted; started++) {
@@ -805,14 +889,14 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 		w->cm = cm;
 		w->tail = &w->head;
 		pthread_mutex_init(&w->lock, NULL);
-		pthread_cond_init(&w->cond, NULL);
-		int rc = pthread_create(&w->thread, NULL, worker_main, w);
+		int rc = worker_cond_init(&w->cond);
+		if (rc == 0 && (rc = pthread_create(&w->thread, NULL, worker_main, w)) != 0)
+			pthread_cond_destroy(&w->cond);
 		if (rc != 0) {
 			/* A worker that never runs would take jobs no one does, and
 			 * a flush would wait for it forever: work with those that
 			 * started, or fail. */
 			pthread_mutex_destroy(&w->lock);
-			pthread_cond_destroy(&w->cond);
 			log_warn("cache: %d of %d worker threads started: %s", started, wanted,
 				 strerror(rc));
 			break;
@@ -879,6 +963,8 @@ void cache_manager_free(struct cache_manager *cm)
 	}
 	pthread_mutex_destroy(&cm->park_lock);
 	pthread_mutex_destroy(&cm->trouble.lock);
+	pieces_free(&cm->pieces);
+	pthread_mutex_destroy(&cm->pieces.lock);
 	free(cm->workers);
 	free(cm);
 }
@@ -891,8 +977,10 @@ struct cache_tee {
 	struct gunzip *gz; /* WATCH, OBJECT, DISCOVERY (a LIST's is its stream's) */
 	struct watch_decoder *wd;
 	struct buf body; /* OBJECT and DISCOVERY */
-	bool dead;	 /* decoding failed, or the queue budget ran out */
-	bool dropped;	 /* dead because of the budget (counted once) */
+	char *piece;	 /* LIST: the bytes not queued yet, piece_len of them */
+	size_t piece_len;
+	bool dead;    /* decoding failed, or the queue budget ran out */
+	bool dropped; /* dead because of the budget (counted once) */
 };
 
 static void tee_drop(struct cache_tee *t)
@@ -1042,6 +1130,9 @@ fail:
  * runs for hours) passes without the decoder's buffers. */
 static void tee_release(struct cache_tee *t)
 {
+	if (t->piece)
+		piece_put(&t->cm->pieces, t->piece);
+	t->piece = NULL;
 	gunzip_free(t->gz);
 	watch_decoder_free(t->wd);
 	buf_free(&t->body);
@@ -1049,20 +1140,46 @@ static void tee_release(struct cache_tee *t)
 	t->wd = NULL;
 }
 
-/* A piece of a list's body, copied for the worker; false when the queues
- * are over budget (the list is then not cached). */
-static bool queue_list_bytes(struct cache_tee *t, const char *data, size_t len)
+/* Queues the tee's piece; false when the queues are over budget (the list
+ * is then not cached). */
+static bool queue_piece(struct cache_tee *t)
 {
 	struct job *j = job_new(JOB_LIST_BYTES, t->st);
-	if (!j || job_set_data(j, data, len) < 0) {
-		if (j)
-			job_free(j);
+
+	if (!j) {
 		t->dead = true;
 		return false;
 	}
+	j->data = t->piece;
+	j->len = t->piece_len;
+	j->pool = &t->cm->pieces;
+	t->piece = NULL;
+	t->piece_len = 0;
 	if (!enqueue(t->cm, j, true)) {
 		tee_drop(t);
 		return false;
+	}
+	return true;
+}
+
+/* A list's body is copied for the worker into pieces, queued as they
+ * fill. */
+static bool queue_list_bytes(struct cache_tee *t, const char *data, size_t len)
+{
+	while (len) {
+		size_t n;
+
+		if (!t->piece && !(t->piece = piece_get(&t->cm->pieces))) {
+			t->dead = true;
+			return false;
+		}
+		n = PIECE_BYTES - t->piece_len < len ? PIECE_BYTES - t->piece_len : len;
+		memcpy(t->piece + t->piece_len, data, n);
+		t->piece_len += n;
+		data += n;
+		len -= n;
+		if (t->piece_len == PIECE_BYTES && !queue_piece(t))
+			return false;
 	}
 	return true;
 }
@@ -1072,7 +1189,8 @@ void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
 	if (!t || t->dead || !len)
 		return;
 	if (t->st->mode == CACHE_LIST) {
-		queue_list_bytes(t, data, len);
+		if (!queue_list_bytes(t, data, len))
+			tee_release(t);
 		return;
 	}
 	int rc = t->gz ? gunzip_feed(t->gz, data, len) : decode(t, data, len);
@@ -1091,6 +1209,8 @@ void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
 
 static void end_list(struct cache_tee *t, bool ok)
 {
+	if (ok && t->piece_len && !queue_piece(t))
+		ok = false;
 	struct job *j = job_new(JOB_LIST_END, t->st);
 	if (!j)
 		return; /* the stream's last reference aborts the session */
@@ -1130,9 +1250,7 @@ void cache_tee_end(struct cache_tee *t, bool complete)
 	default:
 		end_body(t, ok);
 	}
-	gunzip_free(t->gz);
-	watch_decoder_free(t->wd);
-	buf_free(&t->body);
+	tee_release(t);
 	stream_unref(t->st);
 	free(t);
 }
