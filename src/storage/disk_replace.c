@@ -88,13 +88,19 @@ struct replace {
 
 /* ---- building N ---- */
 
+/* "<a>/<b>", or b alone when a is empty, in out; NULL on ENOMEM.  Once
+ * per listed object: no printf. */
+static const char *join_rel(struct buf *out, const char *a, const char *b)
+{
+	buf_reset(out);
+	if (*a && (buf_append_str(out, a) < 0 || buf_append_char(out, '/') < 0))
+		return NULL;
+	return buf_append_str(out, b) < 0 ? NULL : out->data;
+}
+
 static const char *item_rel(struct replace *r, const struct store_item *it)
 {
-	buf_reset(&r->rel);
-	int rc = r->spans_ns && it->namespace && *it->namespace
-		     ? buf_printf(&r->rel, "%s/%s", it->namespace, it->name)
-		     : buf_append_str(&r->rel, it->name);
-	return rc < 0 ? NULL : r->rel.data;
+	return join_rel(&r->rel, r->spans_ns && it->namespace ? it->namespace : "", it->name);
 }
 
 /* Make the namespace directory of rel in N, once. */
@@ -259,10 +265,7 @@ static bool is_put(const struct strmap_entry *l)
  * path in T. */
 static const char *index_rel(struct replace *r, const char *rel)
 {
-	if (!*r->rec.namespace)
-		return rel;
-	buf_reset(&r->irel);
-	return buf_printf(&r->irel, "%s/%s", r->rec.namespace, rel) < 0 ? NULL : r->irel.data;
+	return *r->rec.namespace ? join_rel(&r->irel, r->rec.namespace, rel) : rel;
 }
 
 /* The reverse: NULL for an object outside T. */
