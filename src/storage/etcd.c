@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "kube/meta.h"
+#include "kube/selectable.h"
 #include "storage/etcd_internal.h"
 #include "storage/key.h"
 #include "util/log.h"
@@ -119,8 +120,9 @@ static enum store_err write_object(struct etcd_store *es, const struct store_key
 			struct er_plan p = {0};
 			/* the object too: a copy written by someone without records */
 			er_plan_same(&p, key->path, t.object.n ? t.object.kvs[0].mod_revision : 0);
-			if (er_plan_hold(es, &p, key->component, key->path, &t, write, data, len,
-					 rv, reason))
+			struct er_copy copy = {data, len, rv, key->group, key->resource};
+			if (er_plan_hold(es, &p, key->component, key->path, &t,
+					 write ? &copy : NULL, reason))
 				er_plan_put(&p,
 					    er_plan_keep(&p, er_registry_key(es, key->component)),
 					    "", 0);
@@ -297,6 +299,9 @@ struct es_iter {
 	size_t next;
 	bool last_page;
 	struct store_key current;
+	/* iter_begin_matching: objects whose S/m summary rules them out are
+	 * not read (the caller's selectors, which outlive the iterator) */
+	const struct selector *labels, *fields;
 };
 
 static void page_free(struct es_iter *it)
@@ -353,7 +358,73 @@ static enum etcd_err read_objects(struct etcd_store *es, char **keys, size_t n,
 	return ETCD_OK;
 }
 
-static enum etcd_err next_page(struct es_iter *it)
+static bool filtering(const struct es_iter *it)
+{
+	return !selector_is_empty(it->labels) || !selector_is_empty(it->fields);
+}
+
+/* Byte order, as etcd sorts keys: kv's key past its first skip bytes
+ * against k. */
+static int key_cmp(const struct etcd_kv *kv, size_t skip, const char *k)
+{
+	size_t n = kv->key_len - skip, klen = strlen(k);
+	int c = memcmp(kv->key + skip, k, n < klen ? n : klen);
+
+	return c ? c : (n > klen) - (n < klen);
+}
+
+/* May the object, whose S/m record (NULL: none) is kv, match? */
+static bool may_match(struct es_iter *it, const struct etcd_kv *kv)
+{
+	struct er_meta m = {0};
+	bool may = true;
+
+	if (kv && er_meta_parse(it->es, kv, &m) == 0 && m.has_bloom)
+		may = selector_may_match_bloom(it->labels, m.bloom) &&
+		      selector_may_match_bloom(it->fields, m.bloom);
+	er_meta_free(&m);
+	return may;
+}
+
+/* Drops from the page the objects whose S/m summary rules out the
+ * selectors: one range read of those small records, over the page's span
+ * (both are in key order), instead of the objects. */
+static enum etcd_err drop_unmatched(struct es_iter *it)
+{
+	char *from = er_meta_key(it->es, it->keys.v[0]);
+	char *last = er_meta_key(it->es, it->keys.v[it->keys.n - 1]);
+	struct buf end = BUF_INIT;
+	struct etcd_range_result r = {0};
+	struct er_keys kept = {0};
+	enum etcd_err e = ETCD_NOMEM;
+
+	if (from && last && buf_append_str(&end, last) == 0 && buf_append_char(&end, '\0') == 0) {
+		struct etcd_range_opts o = {end.data, end.len, 0, 0, false, false};
+		e = etcd_range(it->es->c, from, strlen(from), &o, &r);
+	}
+	size_t skip = from ? strlen(from) - strlen(it->keys.v[0]) : 0; /* S/m */
+	for (size_t i = 0, j = 0; e == ETCD_OK && i < it->keys.n; i++) {
+		const char *k = it->keys.v[i];
+		while (j < r.n && (r.kvs[j].key_len < skip || key_cmp(&r.kvs[j], skip, k) < 0))
+			j++;
+		bool found = j < r.n && key_cmp(&r.kvs[j], skip, k) == 0;
+		if (may_match(it, found ? &r.kvs[j] : NULL) && er_keys_add(&kept, k, strlen(k)) < 0)
+			e = ETCD_NOMEM;
+	}
+	etcd_range_result_free(&r);
+	buf_free(&end);
+	free(from);
+	free(last);
+	if (e == ETCD_OK) {
+		er_keys_free(&it->keys);
+		it->keys = kept;
+	} else {
+		er_keys_free(&kept);
+	}
+	return e;
+}
+
+static enum etcd_err next_index_page(struct es_iter *it)
 {
 	page_free(it);
 	struct etcd_range_opts o = {it->end.data, it->end.len, PAGE, 0, true, false};
@@ -375,6 +446,20 @@ static enum etcd_err next_page(struct es_iter *it)
 			e = ETCD_NOMEM;
 	}
 	etcd_range_result_free(&r);
+	if (e == ETCD_OK && it->keys.n && filtering(it))
+		e = drop_unmatched(it);
+	return e;
+}
+
+/* The next page of the index with its objects: at least one object unless
+ * it is the last. */
+static enum etcd_err next_page(struct es_iter *it)
+{
+	enum etcd_err e;
+
+	do
+		e = next_index_page(it);
+	while (e == ETCD_OK && !it->keys.n && !it->last_page);
 	if (e == ETCD_OK && it->keys.n) {
 		it->objs = calloc(it->keys.n, sizeof *it->objs);
 		e = it->objs ? read_objects(it->es, it->keys.v, it->keys.n, it->objs) : ETCD_NOMEM;
@@ -398,8 +483,9 @@ static bool holds_any(struct es_iter *it)
 	return any;
 }
 
-static enum store_err es_iter_begin(struct store *s, const struct store_key *root,
-				    const char *start_after, struct store_iter **out)
+static enum store_err iter_start(struct store *s, const struct store_key *root,
+				 const char *start_after, const struct store_match *match,
+				 struct store_iter **out)
 {
 	struct etcd_store *es = es_of(s);
 	*out = NULL;
@@ -410,6 +496,12 @@ static enum store_err es_iter_begin(struct store *s, const struct store_key *roo
 		return STORE_NOMEM;
 	it->base.store = s;
 	it->es = es;
+	if (match) {
+		/* a field the summary does not hold cannot rule anything out */
+		it->labels = match->labels;
+		if (selectable_answers(root->group, root->resource, match->fields))
+			it->fields = match->fields;
+	}
 	struct store_key_info info = {root->component, root->group,	root->version,
 				      root->resource,  root->namespace, ""};
 	struct store_gvr g = {root->group, root->version, root->resource};
@@ -439,6 +531,20 @@ static enum store_err es_iter_begin(struct store *s, const struct store_key *roo
 	}
 	*out = &it->base;
 	return STORE_OK;
+}
+
+static enum store_err es_iter_begin(struct store *s, const struct store_key *root,
+				    const char *start_after, struct store_iter **out)
+{
+	return iter_start(s, root, start_after, NULL, out);
+}
+
+static enum store_err es_iter_begin_matching(struct store *s, const struct store_key *root,
+					     const char *start_after,
+					     const struct store_match *match,
+					     struct store_iter **out)
+{
+	return iter_start(s, root, start_after, match, out);
 }
 
 static enum store_err es_iter_next(struct store_iter *base, const struct store_key **key,
@@ -935,6 +1041,7 @@ static const struct store_ops etcd_ops = {
     .list_components = es_list_components,
     .count_objects = es_count_objects,
     .iter_begin = es_iter_begin,
+    .iter_begin_matching = es_iter_begin_matching,
     .iter_next = es_iter_next,
     .iter_free = es_iter_free,
     .save_cluster_info = es_save_cluster_info,

@@ -6,8 +6,10 @@
  * kube-apiserver reads):
  *
  *   <prefix>/<resource path>/[<ns>/]<name>    the object, as the cloud sent it
- *   S/m<object key>        "<rv, 20 digits> <node>/<component> ..."
- *                          its resourceVersion and who holds it
+ *   S/m<object key>        "<rv, 20 digits> <node>/<component> ... [@s<16 hex>]"
+ *                          its resourceVersion, who holds it, and the
+ *                          summary of its selectable document (the index
+ *                          of offline lists, see er_meta.bloom)
  *   S/h/<node>/<component><object key>       the same holding, indexed by
  *                          holder: what a component holds is one range read;
  *                          the value says why it holds it (its reasons: the
@@ -97,6 +99,13 @@ struct er_meta {
 	size_t nholders;
 	bool ours;	      /* (this node, the component) is among them */
 	long long deleted_at; /* a tombstone's time (0: none) */
+	/* selector_bloom() of the object's selectable document at rv
+	 * (kube/selectable.h), written with every copy of the object and kept
+	 * while the copy stays.  An older version's writes drop it (they keep
+	 * no '@' token), so a summary present is never stale; absent, the
+	 * object may match any selector. */
+	bool has_bloom;
+	uint64_t bloom;
 };
 
 /* No holder left: the object was deleted at rv, and copies not newer than
@@ -152,12 +161,20 @@ enum etcd_err er_read_targets(struct etcd_store *es, const char *component, stru
  * as they were read: whatever changed either meanwhile makes the Txn fail,
  * and the step is read and planned again. */
 
+/* A copy of an object to write, and what its summary is picked by. */
+struct er_copy {
+	const char *data;
+	size_t len;
+	uint64_t rv;
+	const char *group, *resource;
+};
+
 /* Plan: the component holds the object, for reason (added to its reasons),
- * and the object is written when write is set (data, rv).  Returns whether
- * a holding is added (the component's S/c record is then due). */
+ * and the copy is written when there is one.  Returns whether a holding is
+ * added (the component's S/c record is then due). */
 bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
-		  const char *objkey, const struct er_target *t, bool write, const char *data,
-		  size_t len, uint64_t rv, const char *reason);
+		  const char *objkey, const struct er_target *t, const struct er_copy *copy,
+		  const char *reason);
 /* Plan: the component lets go of the object, whatever its reasons; it goes
  * when nobody else holds it, leaving a tombstone at its stored rv. */
 void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *component,

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "kube/meta.h"
+#include "kube/selectable.h"
 #include "storage/etcd_internal.h"
 #include "storage/key.h"
 #include "util/buf.h"
@@ -212,8 +213,26 @@ static bool token_is(const char *s, size_t len, const char *node, const char *co
 	       !memcmp(s + nl + 1, component, cl);
 }
 
-/* Parse "<rv> <holder> <holder>..." (or "<rv> @<time>", a tombstone) into
- * m, whose key is set. */
+/* 16 hex digits, as meta_value writes them. */
+static int parse_bloom(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n != 16)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (d < 0)
+			return -1;
+		v = v << 4 | (uint64_t)d;
+	}
+	*out = v;
+	return 0;
+}
+
+/* Parse "<rv> <holder> <holder>... [@s<summary>]" (or "<rv> @<time>", a
+ * tombstone) into m, whose key is set. */
 static int meta_take(struct etcd_store *es, const char *component, struct er_meta *m,
 		     const struct etcd_kv *kv)
 {
@@ -235,7 +254,9 @@ static int meta_take(struct etcd_store *es, const char *component, struct er_met
 		size_t n = strcspn(t, " ");
 		if (!n)
 			break;
-		if (*t == '@')
+		if (*t == '@' && t[1] == 's')
+			m->has_bloom = parse_bloom(t + 2, n - 2, &m->bloom) == 0;
+		else if (*t == '@')
 			m->deleted_at = strtoll(t + 1, NULL, 10);
 		else
 			m->nholders++;
@@ -252,9 +273,10 @@ int er_meta_parse(struct etcd_store *es, const struct etcd_kv *kv, struct er_met
 }
 
 /* The record's new value: rv and the holders, with (node, component) added
- * or removed; with no holder left, a tombstone stamped with the time. */
+ * or removed, and the summary of the copy at rv (NULL: none known); with no
+ * holder left, a tombstone stamped with the time. */
 static char *meta_value(struct etcd_store *es, const char *component, const struct er_meta *m,
-			uint64_t rv, bool add)
+			uint64_t rv, bool add, const uint64_t *bloom)
 {
 	struct buf b = BUF_INIT;
 	int rc = buf_printf(&b, "%0*llu", ER_RV_WIDTH, (unsigned long long)rv);
@@ -274,6 +296,8 @@ static char *meta_value(struct etcd_store *es, const char *component, const stru
 		rc = buf_printf(&b, " %s/%s", es->node, component);
 	else if (rc == 0 && !kept)
 		rc = buf_printf(&b, " @%lld", (long long)time(NULL));
+	if (rc == 0 && (add || kept) && bloom)
+		rc = buf_printf(&b, " @s%016llx", (unsigned long long)*bloom);
 	if (rc < 0) {
 		buf_free(&b);
 		return NULL;
@@ -568,12 +592,37 @@ static void plan_guard(struct er_plan *p, const struct er_target *t)
 	er_plan_same(p, t->hold.key, t->hold.present ? t->hold.mod : 0);
 }
 
+static bool er_bloom_of(const char *group, const char *resource, const char *data, size_t len,
+			uint64_t *out)
+{
+	struct buf doc = BUF_INIT;
+	bool ok = selectable_pick(group, resource, data, len, &doc) == 0;
+
+	if (ok)
+		*out = selector_bloom(buf_cstr(&doc), doc.len);
+	buf_free(&doc);
+	return ok;
+}
+
+/* The summary the S/m record carries after the plan: the new copy's, or
+ * the stored one's while that copy stays. */
+static const uint64_t *plan_bloom(const struct er_meta *m, const struct er_copy *copy,
+				  uint64_t *room)
+{
+	if (copy)
+		return er_bloom_of(copy->group, copy->resource, copy->data, copy->len, room) ? room
+											     : NULL;
+	return m->has_bloom ? &m->bloom : NULL;
+}
+
 bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *component,
-		  const char *objkey, const struct er_target *t, bool write, const char *data,
-		  size_t len, uint64_t rv, const char *reason)
+		  const char *objkey, const struct er_target *t, const struct er_copy *copy,
+		  const char *reason)
 {
 	const struct er_meta *m = &t->meta;
 	const struct er_hold *h = &t->hold;
+	bool write = copy != NULL;
+	uint64_t room;
 	if (!write && er_meta_is_tombstone(m))
 		return false; /* a copy older than its deletion */
 	char *reasons = er_reasons_with(h->present ? h->reasons : "", reason);
@@ -588,10 +637,11 @@ bool er_plan_hold(struct etcd_store *es, struct er_plan *p, const char *componen
 	}
 	plan_guard(p, t);
 	if (write)
-		er_plan_put(p, objkey, data, len);
+		er_plan_put(p, objkey, copy->data, copy->len);
 	if (write || !m->ours) {
 		const char *value =
-		    er_plan_keep(p, meta_value(es, component, m, write ? rv : m->rv, true));
+		    er_plan_keep(p, meta_value(es, component, m, write ? copy->rv : m->rv, true,
+					       plan_bloom(m, copy, &room)));
 		er_plan_put(p, m->key, value, strlen(value));
 	}
 	if (new_reasons) {
@@ -613,7 +663,8 @@ void er_plan_release(struct etcd_store *es, struct er_plan *p, const char *compo
 		 * old as the one we held may bring the object back.  (Not at the
 		 * list's or the event's rv: an object that left a filtered view
 		 * may live on, at an rv in between, in another view.) */
-		const char *value = er_plan_keep(p, meta_value(es, component, m, m->rv, false));
+		const char *value = er_plan_keep(
+		    p, meta_value(es, component, m, m->rv, false, m->has_bloom ? &m->bloom : NULL));
 		er_plan_put(p, m->key, value, strlen(value));
 		if (m->nholders <= 1)
 			er_plan_delete(p, objkey);

@@ -178,9 +178,10 @@ static enum etcd_err step_try(struct er_replace *r, const struct step *st, struc
 	for (size_t i = 0; e == ETCD_OK && i < st->nwrites; i++) {
 		const struct pending *w = &st->writes[i];
 		const struct er_meta *m = &t[i].meta;
+		struct er_copy copy = {w->data, w->len, w->rv, r->group, r->resource};
 		bool write = !m->present || w->rv > m->rv;
-		held |= er_plan_hold(es, &p, r->component, w->objkey, &t[i], write, w->data, w->len,
-				     w->rv, r->id);
+		held |= er_plan_hold(es, &p, r->component, w->objkey, &t[i], write ? &copy : NULL,
+				     r->id);
 	}
 	for (size_t i = st->nwrites; e == ETCD_OK && i < n; i++)
 		er_plan_vanished(es, &p, r->component, st->rule, &t[i]);

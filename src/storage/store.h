@@ -222,7 +222,8 @@ struct store_ops {
 	/* iter_begin for a caller that keeps only the objects matching the
 	 * selectors of match: the backend may leave out objects that surely do
 	 * not match, without reading them (the caller still checks what it
-	 * gets).  May be NULL: iter_begin is used. */
+	 * gets).  The selectors must outlive the iterator: a backend may read
+	 * page by page.  May be NULL: iter_begin is used. */
 	enum store_err (*iter_begin_matching)(struct store *s, const struct store_key *root,
 					      const char *start_after,
 					      const struct store_match *match,

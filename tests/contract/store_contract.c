@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kube/meta.h"
+#include "kube/selector.h"
 #include "store_contract.h"
 
 static struct contract_backend *B;
@@ -838,6 +839,100 @@ static void test_iterate_in_order(void **state)
 	}
 }
 
+/* Names the iteration with selectors ls and fs gives of kubelet's pods,
+ * checked as local_list checks them (the store may give more). */
+static char *iterate_matching(struct store *s, const char *ls, const char *fs)
+{
+	struct store_key_info info = {"kubelet", "", "v1", "pods", "", ""};
+	struct store_key root;
+	struct selector *labels, *fields;
+	struct store_iter *it;
+	struct buf seen = BUF_INIT, data = BUF_INIT;
+	const struct store_key *k;
+	enum store_err e;
+
+	assert_int_equal(selector_parse(SELECTOR_LABEL, ls, &labels, NULL), 0);
+	assert_int_equal(selector_parse(SELECTOR_FIELD, fs, &fields, NULL), 0);
+	assert_int_equal(store_key_build(s, &info, &root), STORE_OK);
+	struct store_match m = {labels, fields};
+	assert_int_equal(store_iter_begin_matching(s, &root, NULL, &m, &it), STORE_OK);
+	store_key_free(&root);
+	while ((e = store_iter_next(it, &k, &data)) == STORE_OK) {
+		if (selector_match_json(labels, fields, data.data, data.len) == 1)
+			buf_printf(&seen, "%s%s", seen.len ? " " : "", k->name);
+	}
+	assert_int_equal(e, STORE_NOT_FOUND);
+	store_iter_free(it);
+	selector_free(labels);
+	selector_free(fields);
+	buf_free(&data);
+	return seen.len ? buf_steal(&seen) : strdup("");
+}
+
+static void write_pod(struct store *s, const char *comp, const char *name, uint64_t rv,
+		      const char *labels, const char *node, bool update)
+{
+	struct store_key k = key_of(s, comp, "pods", "a", name);
+	char *j = obj_json(name, "a", rv, labels, node);
+	assert_int_equal(update ? store_update(s, &k, j, strlen(j), rv, NULL)
+				: store_create(s, &k, j, strlen(j)),
+			 STORE_OK);
+	free(j);
+	store_key_free(&k);
+}
+
+/* An iteration with selectors may leave out only objects that do not
+ * match, however they were written - created, listed, updated, listed
+ * again by a second component - and an object whose labels changed is
+ * found by its new labels, not its old ones. */
+static void test_iterate_matching(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", NULL, NULL);
+	struct store_replace *r;
+	char *j1 = obj_json("p1", "a", 2, "\"app\":\"web\"", "node1");
+	char *j2 = obj_json("p2", "a", 5, "\"app\":\"db\"", "node2");
+	char *j3 = obj_json("p3", "a", 6, "\"app\":\"web\"", "node1");
+	struct store_item listed[] = {{"a", "p1", 2, j1, strlen(j1)},
+				      {"a", "p2", 5, j2, strlen(j2)},
+				      {"a", "p3", 6, j3, strlen(j3)}};
+
+	write_pod(s, "kubelet", "p1", 2, "\"app\":\"web\"", "node1", false);
+	assert_int_equal(store_replace_begin(s, &v, &r), STORE_OK);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(store_replace_add(r, &listed[i]), STORE_OK);
+	assert_int_equal(store_replace_commit(r, 7), STORE_OK);
+	/* p2 changes its labels */
+	write_pod(s, "kubelet", "p2", 8, "\"app\":\"web\",\"v\":\"2\"", "node2", true);
+	/* coredns lists p3 too, at the same rv */
+	struct store_view cv = view_of("coredns", "", NULL, NULL);
+	assert_int_equal(store_replace_begin(s, &cv, &r), STORE_OK);
+	assert_int_equal(store_replace_add(r, &listed[2]), STORE_OK);
+	assert_int_equal(store_replace_commit(r, 9), STORE_OK);
+
+	static const struct {
+		const char *ls, *fs, *want;
+	} cases[] = {
+	    {"app=web", "", "p1 p2 p3"},
+	    {"app=db", "", ""},
+	    {"v=2", "", "p2"},
+	    {"", "spec.nodeName=node1", "p1 p3"},
+	    {"app=web", "spec.nodeName=node2", "p2"},
+	    {"app in (web,db),!v", "", "p1 p3"},
+	    {"", "metadata.name=p3", "p3"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		char *got = iterate_matching(s, cases[i].ls, cases[i].fs);
+		if (strcmp(got, cases[i].want))
+			fail_msg("%s / %s: got \"%s\", want \"%s\"", cases[i].ls, cases[i].fs, got,
+				 cases[i].want);
+		free(got);
+	}
+	free(j1);
+	free(j2);
+	free(j3);
+}
+
 static int collect_name(void *ctx, const char *name)
 {
 	struct buf *b = ctx;
@@ -1111,6 +1206,7 @@ int store_contract_run(struct contract_backend *b)
 	    cmocka_unit_test_setup_teardown(test_replace_session_abort, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_replace_session_later_copy_wins, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_iterate_in_order, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_iterate_matching, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_components, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_count_objects, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_list_keys, setup, teardown),

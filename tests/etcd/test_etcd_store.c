@@ -25,6 +25,7 @@
 #include "etcd_check.h"
 #include "etcd_proc.h"
 #include "kube/meta.h"
+#include "kube/selector.h"
 #include "storage/etcd.h"
 #include "storage/view.h"
 #include "testutil.h"
@@ -719,7 +720,10 @@ static void test_relabelled_object_leaves_the_views_that_lost_it(void **state)
 	assert_int_equal(replace_one(f->a, "kubelet", "app=web", 21, NULL, NULL, 0), STORE_OK);
 	assert_int_equal(replace_one(f->a, "coredns", "app=web", 21, NULL, NULL, 0), STORE_OK);
 	char *m = raw_get(mkey);
-	assert_string_equal(m, "00000000000000000015 node-a/kube-proxy");
+	/* kube-proxy's copy at 15 stays, and so does its summary */
+	const char *want = "00000000000000000015 node-a/kube-proxy @s";
+	assert_int_equal(strncmp(m, want, strlen(want)), 0);
+	assert_int_equal(strlen(m), strlen(want) + 16);
 	free(m);
 	assert_records_ok(f->a);
 	/* deleted in the cloud at 30; every component relists */
@@ -809,6 +813,84 @@ static void test_two_versions_share_a_collection(void **state)
 	free(got);
 	free(j);
 	assert_records_ok(f->a);
+}
+
+/* How many kubelet pods an iteration with the field selector gives, and
+ * how many objects it read to give them. */
+static size_t iterate_field(struct store *s, const char *fs, unsigned long *txns)
+{
+	struct store_key root = key_res(s, "kubelet", "", "pods", "", "");
+	struct selector *fields;
+	struct store_iter *it;
+	struct buf data = BUF_INIT;
+	const struct store_key *k;
+	struct etcd_store_stats before, after;
+	size_t n = 0;
+
+	assert_int_equal(selector_parse(SELECTOR_FIELD, fs, &fields, NULL), 0);
+	struct store_match m = {NULL, fields};
+	etcd_store_stats(s, &before);
+	assert_int_equal(store_iter_begin_matching(s, &root, NULL, &m, &it), STORE_OK);
+	while (store_iter_next(it, &k, &data) == STORE_OK)
+		n++;
+	store_iter_free(it);
+	etcd_store_stats(s, &after);
+	*txns = after.read_txns - before.read_txns;
+	selector_free(fields);
+	store_key_free(&root);
+	buf_free(&data);
+	return n;
+}
+
+/* An offline list of one node's pods reads the S/m records, and of the
+ * objects only those whose summary may match: 10 of 400 pods here.  A
+ * record without a summary (an older version's) costs a read, never the
+ * object's place in the list (the contract suite checks that no matching
+ * object is left out). */
+static void test_selector_reads_only_what_may_match(void **state)
+{
+	struct fx *f = *state;
+	struct store_view v = {"kubelet", {"", "v1", "pods"}, "", "", ""};
+	struct store_item items[400];
+	char *data[400];
+	unsigned long txns;
+
+	for (int i = 0; i < 400; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "p%03d", i);
+		data[i] =
+		    test_pod_json("ns", name, 10 + (uint64_t)i, i % 40 ? "edge-2" : "edge-1", 400);
+		items[i] =
+		    (struct store_item){"ns", data[i] ? strdup(name) : NULL, 10 + (uint64_t)i,
+					data[i], data[i] ? strlen(data[i]) : 0};
+		assert_non_null(items[i].name);
+	}
+	assert_int_equal(store_replace_view(f->a, &v, 500, items, 400), STORE_OK);
+	size_t n = iterate_field(f->a, "spec.nodeName=edge-1", &txns);
+	print_message("  edge-1: %zu objects given, %lu read Txns\n", n, txns);
+	assert_true(n >= 10 && n <= 40); /* the 10, and the summaries' false positives */
+	assert_int_equal(iterate_field(f->a, "", &txns), 400);
+
+	/* p000 (on edge-1) and p001 lose their summaries, as an older
+	 * version rewrites S/m records */
+	for (int i = 0; i < 2; i++) {
+		char mkey[256];
+		snprintf(mkey, sizeof mkey, "/yurthub%s/m%s/pods/ns/p%03d", f->prefix, f->prefix,
+			 i);
+		char *val = raw_get(mkey);
+		char *at = strstr(val, " @s");
+		assert_non_null(at);
+		*at = '\0';
+		raw_put(mkey, val);
+		free(val);
+	}
+	n = iterate_field(f->a, "spec.nodeName=edge-1", &txns);
+	assert_true(n >= 11 && n <= 41);
+	assert_records_ok(f->a);
+	for (int i = 0; i < 400; i++) {
+		free(data[i]);
+		free((char *)items[i].name);
+	}
 }
 
 /* an object written by someone else (a kube-apiserver on the same etcd):
@@ -925,6 +1007,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_object_leaving_a_filtered_view_lives_on, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_two_versions_share_a_collection, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_selector_reads_only_what_may_match, setup,
+					    teardown),
 	    cmocka_unit_test_setup_teardown(test_relabelled_object_leaves_the_views_that_lost_it,
 					    setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_verify_reports_unexplained_holdings, setup,
