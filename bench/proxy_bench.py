@@ -9,8 +9,15 @@ run.
 each once with a User-Agent the hub does not cache (pure proxying), once as
 kubelet (proxying, its pod filter, and caching) and, for the lists, once as
 kube-proxy (proxying and caching: no filter acts on its pods).  Prints throughput, the ratios to nginx and to
-direct, and the hub's idle and peak RSS.  A benchmark, not a test: it never
-fails on a figure.
+direct, the hub's CPU time per request (caching included: measured until
+its queue is empty) and its idle and peak RSS.  A benchmark, not a test: it
+never fails on a figure.
+
+On a shared 2-core machine a target's throughput moves by tens of percent
+from one minute to the next, whatever it is.  Each round measures the three
+targets one right after the other (in a rotating order), so besides the
+ratio of the medians the script prints the median of each round's own
+ratio, which such drift moves much less.
 
 usage: python3 bench/proxy_bench.py [BUILD_DIR]
 """
@@ -32,7 +39,7 @@ from harness import Double, Hub, free_port, wait_for, get  # noqa: E402
 LOAD = os.path.join(BUILD, "bench", "http_load")
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 KUBE_PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
-ROUNDS = 3
+ROUNDS = 5
 PLAIN = "bench-client/1.0"
 
 
@@ -84,6 +91,18 @@ def load(port, path, n, c, ua):
     return float(fields.get("rps", 0)), float(fields.get("mbps", 0)), int(fields.get("ok", 0))
 
 
+def cpu_seconds(pid):
+    """User and system time of the process so far."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def drain(hub):
+    wait_for(lambda: (hub.metric("yurthub_cache_queue_bytes") or 0) == 0, 300, step=0.2,
+             what="the cache queue to drain")
+
+
 def rss(pid, field):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
@@ -114,6 +133,7 @@ def main():
                  ("2000 small GETs", "/api/v1/namespaces/kube-system/configmaps/"
                   "kube-root-ca.crt", 2000, 8, "req/s", 0, lists[:2])]
         results = {}
+        cpu_ms = {}
         for case, path, n, c, unit, col, uas in cases:
             for ua_name, ua in uas:
                 samples = {name: [] for name, _ in targets}
@@ -123,16 +143,23 @@ def main():
                     order = targets[rnd % 3:] + targets[:rnd % 3]
                     for name, port in order:
                         load(port, path, max(2, n // 8), c, ua)  # warm up connections
+                        if name == "hub":
+                            drain(hub)
+                            cpu0 = cpu_seconds(hub.proc.pid)
                         rps, mbps, ok = load(port, path, n, c, ua)
                         samples[name].append(mbps if col else rps)
                         oks[name] += ok
                         if name == "hub":
-                            # let the cache catch up before the next measurement
-                            wait_for(lambda: (hub.metric("yurthub_cache_queue_bytes") or 0)
-                                     == 0, 300, step=0.2, what="the cache queue to drain")
+                            # the cache's work ends when its queue is empty
+                            drain(hub)
+                            cpu_ms[(case, ua_name)] = cpu_ms.get((case, ua_name), 0) + \
+                                (cpu_seconds(hub.proc.pid) - cpu0) * 1000 / (n * ROUNDS)
                 for name, _ in targets:
                     v = sorted(samples[name])[ROUNDS // 2]
                     results[(case, ua_name, name)] = (v, oks[name], n * ROUNDS)
+                per_round = sorted(h / x for h, x in zip(samples["hub"], samples["nginx"]) if x)
+                results[(case, ua_name, "per-round")] = (per_round[len(per_round) // 2]
+                                                         if per_round else 0)
         print("proxy benchmark: test double (Python) upstream, 8 concurrent clients unless "
               "back to back, median of %d rounds" % ROUNDS)
         for case, path, n, c, unit, col, uas in cases:
@@ -143,8 +170,11 @@ def main():
                     print("%s (%s) %s: %.1f %s (%d/%d ok)" % (case, ua_name, name, v, unit, ok,
                                                              total))
                 h, d, x = row["hub"][0], row["direct"][0], row["nginx"][0]
-                print("%s (%s) hub/nginx: %.2f x" % (case, ua_name, h / x if x else 0))
+                print("%s (%s) hub/nginx: %.2f x (median of each round's own: %.2f x)"
+                      % (case, ua_name, h / x if x else 0, results[(case, ua_name, "per-round")]))
                 print("%s (%s) hub/direct: %.2f x" % (case, ua_name, h / d if d else 0))
+                print("%s (%s) hub CPU per request: %.1f ms" % (case, ua_name,
+                                                                cpu_ms[(case, ua_name)]))
         err = os.path.join(work, "nginx-error.log")
         if os.path.exists(err):
             lines = open(err).read().splitlines()
