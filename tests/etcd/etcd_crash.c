@@ -8,7 +8,11 @@
  * kills it after a random delay, then plays the restarted hub: it opens the
  * store, relists each view with a known final set, and checks that etcd
  * holds exactly those objects and that every ownership record is consistent
- * (no orphans).  Prints "RESULT: N passed, M failed" for the test runner.
+ * (no orphans).  Before relisting, it checks that an iteration with a field
+ * selector, which goes by the summaries in the S/m records, selects what
+ * reading every object selects: a pod's node changes with its rv, so a
+ * summary left behind by a copy it does not describe would show.  Prints
+ * "RESULT: N passed, M failed" for the test runner.
  *
  * usage: etcd_crash [rounds] [seed]     (defaults: 60, time-based)
  */
@@ -22,6 +26,7 @@
 
 #include "etcd_check.h"
 #include "etcd_proc.h"
+#include "kube/selector.h"
 #include "storage/etcd.h"
 #include "testutil.h"
 
@@ -44,6 +49,64 @@ static struct store *open_store(void)
 }
 
 /* Replace component's view of all pods with the pods whose bit is set. */
+/* A pod's node, which moves with its copies. */
+static const char *node_of(uint64_t rv)
+{
+	return rv % 3 ? "n1" : "n2";
+}
+
+/* The names of comp's pods on node n2, with the matching iteration
+ * (summaries) or the plain one (every object), checked as local_list does. */
+static char *on_n2(struct store *s, const char *comp, bool matching)
+{
+	struct store_key_info info = {comp, "", "v1", "pods", "", ""};
+	struct store_key root;
+	struct selector *fields = NULL;
+	struct store_iter *it = NULL;
+	struct buf names = BUF_INIT, data = BUF_INIT;
+	const struct store_key *k;
+	enum store_err e = store_key_build(s, &info, &root);
+
+	if (e != STORE_OK || selector_parse(SELECTOR_FIELD, "spec.nodeName=n2", &fields, NULL) < 0)
+		return NULL;
+	struct store_match m = {NULL, fields};
+	e = matching ? store_iter_begin_matching(s, &root, NULL, &m, &it)
+		     : store_iter_begin(s, &root, NULL, &it);
+	while (e == STORE_OK && (e = store_iter_next(it, &k, &data)) == STORE_OK) {
+		if (selector_match_json(NULL, fields, data.data, data.len) == 1)
+			buf_printf(&names, "%s ", k->name);
+	}
+	store_iter_free(it);
+	selector_free(fields);
+	store_key_free(&root);
+	buf_free(&data);
+	if (e != STORE_NOT_FOUND) {
+		buf_free(&names);
+		return NULL;
+	}
+	buf_append_str(&names, "");
+	return buf_steal(&names);
+}
+
+/* Do the summaries select what the objects say, for both components? */
+static bool summaries_agree(struct store *s)
+{
+	bool same = true;
+
+	for (int c = 0; c < 2 && same; c++) {
+		char *plain = on_n2(s, components[c], false);
+		char *matching = on_n2(s, components[c], true);
+		same = plain && matching && !strcmp(plain, matching);
+		if (!same)
+			printf("%s on n2: every object says \"%s\", the summaries \"%s\"\n",
+			       components[c], plain ? plain : "(error)",
+			       matching ? matching : "(error)");
+		free(plain);
+		free(matching);
+	}
+	return same;
+}
+
 static enum store_err relist(struct store *s, const char *comp, const unsigned char *set,
 			     uint64_t rv)
 {
@@ -55,7 +118,7 @@ static enum store_err relist(struct store *s, const char *comp, const unsigned c
 			continue;
 		char name[16];
 		snprintf(name, sizeof name, "p%03d", i);
-		char *j = test_pod_json("ns", name, rv, "n1", 1500);
+		char *j = test_pod_json("ns", name, rv, node_of(rv), 1500);
 		struct store_item it = {"ns", name, rv, j, strlen(j)};
 		e = store_replace_add(r, &it);
 		free(j);
@@ -90,7 +153,8 @@ static void writer(unsigned seed, uint64_t rv_base)
 			if (rand_r(&seed) % 3 == 0) {
 				store_delete(s, &key);
 			} else {
-				char *j = test_pod_json("ns", name, ++rv, "n1", 1500);
+				++rv;
+				char *j = test_pod_json("ns", name, rv, node_of(rv), 1500);
 				if (store_update(s, &key, j, strlen(j), rv, NULL) ==
 				    STORE_NOT_FOUND)
 					store_create(s, &key, j, strlen(j));
@@ -148,6 +212,7 @@ int main(int argc, char **argv)
 		long t0 = now_ms();
 		struct store *s = open_store();
 		unsigned char sets[2][N_PODS];
+		bool agree = s && summaries_agree(s);
 		bool ok = s != NULL;
 		for (int c = 0; c < 2 && ok; c++) {
 			for (int i = 0; i < N_PODS; i++)
@@ -158,15 +223,16 @@ int main(int argc, char **argv)
 		char *got = check_keys(raw, PREFIX "/pods/", strlen(PREFIX "/pods/"));
 		struct buf report = BUF_INIT;
 		int problems = s ? check_records(s, &report) : 1;
-		if (ok && !strcmp(want, got) && problems == 0) {
+		if (ok && agree && !strcmp(want, got) && problems == 0) {
 			passed++;
 		} else {
 			failed++;
-			printf(
-			    "round %d (killed after %ld ms): relist %s, %s, %d record problems\n%s",
-			    round, delay, ok ? "ok" : "failed",
-			    ok && !strcmp(want, got) ? "objects as listed" : "objects differ",
-			    problems, buf_cstr(&report));
+			printf("round %d (killed after %ld ms): summaries %s, relist %s, %s, %d "
+			       "record "
+			       "problems\n%s",
+			       round, delay, agree ? "agree" : "disagree", ok ? "ok" : "failed",
+			       ok && !strcmp(want, got) ? "objects as listed" : "objects differ",
+			       problems, buf_cstr(&report));
 			if (getenv("CRASH_DEBUG") && ok)
 				printf("want %s\ngot  %s\n", want, got);
 		}
