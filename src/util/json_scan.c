@@ -147,6 +147,16 @@ static void value_done(struct json_scan *s)
 		s->expect = s->multiple ? EXPECT_VALUE : EXPECT_NOTHING;
 }
 
+/* A number or a literal ended just before p. */
+static bool value_ended(struct json_scan *s, const unsigned char *p)
+{
+	s->tok = TOK_NONE;
+	if (!token_ended(s, p))
+		return false;
+	value_done(s);
+	return true;
+}
+
 static const char *unexpected(const struct json_scan *s)
 {
 	return s->expect == EXPECT_NOTHING ? "trailing garbage after the JSON value"
@@ -532,10 +542,8 @@ static const unsigned char *number_ended(struct json_scan *s, const unsigned cha
 
 	if (!number_complete(s->sub))
 		return malformed(s, p, "a number without its digits");
-	s->tok = TOK_NONE;
-	if (!token_ended(s, p))
+	if (!value_ended(s, p))
 		return NULL;
-	value_done(s);
 	if (!s->report)
 		return p;
 	if (s->held.len) {
@@ -592,10 +600,8 @@ static const unsigned char *lex_literal(struct json_scan *s, const unsigned char
 	}
 	if (s->literal[s->sub])
 		return end;
-	s->tok = TOK_NONE;
-	if (!token_ended(s, p))
+	if (!value_ended(s, p))
 		return NULL;
-	value_done(s);
 	if (!s->report)
 		return p;
 	t = s->literal[0] == 't' ? JSON_TRUE : s->literal[0] == 'f' ? JSON_FALSE : JSON_NULL;
