@@ -200,7 +200,9 @@ def relabelled_leaves_the_views_that_lost_it(t, double, hub, etcd):
 
     def holders():
         rc, out = etcd.ctl("get", "--print-value-only", "/yurthub/registry/m" + key)
-        return out.split()[1:] if rc == 0 else None
+        # after the rv: the holders, then "@" tokens (a tombstone's time, the
+        # summary of the copy), which are not holders
+        return [h for h in out.split()[1:] if not h.startswith("@")] if rc == 0 else None
     try:
         wait_for(lambda: holders() == ["n1/kube-proxy"], 10, what="only kube-proxy holding")
     except TimeoutError:
