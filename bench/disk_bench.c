@@ -28,8 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "kube/selector.h"
 #include "storage/disk.h"
+#include "testutil.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
 
@@ -102,28 +102,10 @@ static void fresh_dir(const char *base, const char *tag, int round, char *out, s
  * selector, as an offline list does; returns how many match. */
 static size_t iterate(struct store *s, const char *field_selector)
 {
-	struct selector *fs = NULL;
-	char *err = NULL;
-	if (selector_parse(SELECTOR_FIELD, field_selector, &fs, &err) < 0) {
-		fprintf(stderr, "%s\n", err);
-		exit(1);
-	}
-	struct store_key_info info = {"kube-proxy", "", "v1", "pods", "", ""};
-	struct store_key root;
-	struct store_iter *it = NULL;
-	struct store_match m = {NULL, fs};
 	size_t n = 0;
-	if (store_key_build(s, &info, &root) == STORE_OK &&
-	    store_iter_begin_matching(s, &root, NULL, &m, &it) == STORE_OK) {
-		const struct store_key *k;
-		struct buf b = BUF_INIT;
-		while (store_iter_next(it, &k, &b) == STORE_OK)
-			n += selector_match_json(NULL, fs, b.data, b.len) == 1;
-		buf_free(&b);
-		store_iter_free(it);
-	}
-	store_key_free(&root);
-	selector_free(fs);
+
+	test_iterate_selected(s, "kube-proxy", "pods", "", "", field_selector, true, NULL, NULL,
+			      &n);
 	return n;
 }
 

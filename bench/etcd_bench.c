@@ -25,7 +25,6 @@
 
 #include "etcd/client.h"
 #include "etcd_proc.h"
-#include "kube/selector.h"
 #include "storage/etcd.h"
 #include "testutil.h"
 
@@ -114,32 +113,12 @@ static double replace_all(struct store *s, const struct pods *p, uint64_t list_r
  * with matching, the store may leave out what surely does not match. */
 static double list_node(struct store *s, bool matching, size_t *given, size_t *kept)
 {
-	struct store_key_info info = {"kubelet", "", "v1", "pods", "", ""};
-	struct store_key root;
-	struct selector *fields;
-	struct store_iter *it;
-	struct buf data = BUF_INIT;
-	const struct store_key *k;
 	double t0 = now_s();
 
-	if (store_key_build(s, &info, &root) != STORE_OK ||
-	    selector_parse(SELECTOR_FIELD, "spec.nodeName=edge-2", &fields, NULL) < 0)
+	if (test_iterate_selected(s, "kubelet", "pods", "", "", "spec.nodeName=edge-2", matching,
+				  NULL, given, kept) != STORE_OK)
 		exit(1);
-	struct store_match m = {NULL, fields};
-	if ((matching ? store_iter_begin_matching(s, &root, NULL, &m, &it)
-		      : store_iter_begin(s, &root, NULL, &it)) != STORE_OK)
-		exit(1);
-	*given = *kept = 0;
-	while (store_iter_next(it, &k, &data) == STORE_OK) {
-		(*given)++;
-		*kept += selector_match_json(NULL, fields, data.data, data.len) == 1;
-	}
-	double t = now_s() - t0;
-	store_iter_free(it);
-	selector_free(fields);
-	store_key_free(&root);
-	buf_free(&data);
-	return t;
+	return now_s() - t0;
 }
 
 struct raw_job {

@@ -238,7 +238,7 @@ static int span_save(struct core *c)
 
 /* ---- picking an object's metadata ---- */
 
-static bool key_is(const unsigned char *key, size_t len, const char *want)
+static bool key_is(const char *key, size_t len, const char *want)
 {
 	return len == strlen(want) && memcmp(key, want, len) == 0;
 }
@@ -261,7 +261,7 @@ static void pick_free(struct pick *p)
 	buf_free(&p->kind);
 }
 
-static enum slot pick_key_slot(const struct core *c, const unsigned char *k, size_t len)
+static enum slot pick_key_slot(const struct core *c, const char *k, size_t len)
 {
 	if (c->depth == c->obj_depth) {
 		if (key_is(k, len, "kind"))
@@ -390,7 +390,7 @@ static int begin_object(struct core *c)
 
 /* ---- the list ---- */
 
-static enum slot list_key_slot(const struct list_decoder *d, const unsigned char *k, size_t len)
+static enum slot list_key_slot(const struct list_decoder *d, const char *k, size_t len)
 {
 	if (d->c.depth == 1) {
 		if (key_is(k, len, "kind"))
@@ -526,7 +526,7 @@ static int emit_item(struct list_decoder *d)
 
 /* ---- the watch ---- */
 
-static enum slot watch_key_slot(const struct core *c, const unsigned char *k, size_t len)
+static enum slot watch_key_slot(const struct core *c, const char *k, size_t len)
 {
 	if (c->depth != 1)
 		return SLOT_NONE;
@@ -546,7 +546,7 @@ static int set_type(struct watch_decoder *w, const char *s, size_t len)
 	};
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (key_is((const unsigned char *)s, len, names[i])) {
+		if (key_is(s, len, names[i])) {
 			w->type = (int)i;
 			return 1;
 		}
@@ -636,14 +636,12 @@ static int open_container(struct core *c, enum vtype t)
 
 static int on_map_key(struct core *c, const char *key, size_t len)
 {
-	const unsigned char *k = (const unsigned char *)key;
-
 	if (c->in_obj)
-		c->slot = pick_key_slot(c, k, len);
+		c->slot = pick_key_slot(c, key, len);
 	else if (c->is_watch)
-		c->slot = watch_key_slot(c, k, len);
+		c->slot = watch_key_slot(c, key, len);
 	else
-		c->slot = list_key_slot((struct list_decoder *)c, k, len);
+		c->slot = list_key_slot((struct list_decoder *)c, key, len);
 	return 1;
 }
 

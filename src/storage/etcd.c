@@ -363,58 +363,33 @@ static bool filtering(const struct es_iter *it)
 	return !selector_is_empty(it->labels) || !selector_is_empty(it->fields);
 }
 
-/* Byte order, as etcd sorts keys: kv's key past its first skip bytes
- * against k. */
-static int key_cmp(const struct etcd_kv *kv, size_t skip, const char *k)
+/* May the object, whose S/m record was read into m, match? */
+static bool may_match(const struct es_iter *it, const struct er_meta *m)
 {
-	size_t n = kv->key_len - skip, klen = strlen(k);
-	int c = memcmp(kv->key + skip, k, n < klen ? n : klen);
-
-	return c ? c : (n > klen) - (n < klen);
-}
-
-/* May the object, whose S/m record (NULL: none) is kv, match? */
-static bool may_match(struct es_iter *it, const struct etcd_kv *kv)
-{
-	struct er_meta m = {0};
-	bool may = true;
-
-	if (kv && er_meta_parse(it->es, kv, &m) == 0 && m.has_bloom)
-		may = selector_may_match_bloom(it->labels, m.bloom) &&
-		      selector_may_match_bloom(it->fields, m.bloom);
-	er_meta_free(&m);
-	return may;
+	return !m->has_bloom || (selector_may_match_bloom(it->labels, m->bloom) &&
+				 selector_may_match_bloom(it->fields, m->bloom));
 }
 
 /* Drops from the page the objects whose S/m summary rules out the
- * selectors: one range read of those small records, over the page's span
- * (both are in key order), instead of the objects. */
+ * selectors: those small records are read (er_read_targets: one range over
+ * the page's span when it holds little else) instead of the objects. */
 static enum etcd_err drop_unmatched(struct es_iter *it)
 {
-	char *from = er_meta_key(it->es, it->keys.v[0]);
-	char *last = er_meta_key(it->es, it->keys.v[it->keys.n - 1]);
-	struct buf end = BUF_INIT;
-	struct etcd_range_result r = {0};
+	struct er_target *t = calloc(it->keys.n, sizeof *t);
 	struct er_keys kept = {0};
-	enum etcd_err e = ETCD_NOMEM;
+	enum etcd_err e = t ? ETCD_OK : ETCD_NOMEM;
 
-	if (from && last && buf_append_str(&end, last) == 0 && buf_append_char(&end, '\0') == 0) {
-		struct etcd_range_opts o = {end.data, end.len, 0, 0, false, false};
-		e = etcd_range(it->es->c, from, strlen(from), &o, &r);
-	}
-	size_t skip = from ? strlen(from) - strlen(it->keys.v[0]) : 0; /* S/m */
-	for (size_t i = 0, j = 0; e == ETCD_OK && i < it->keys.n; i++) {
+	for (size_t i = 0; t && i < it->keys.n; i++)
+		t[i].objkey = it->keys.v[i];
+	if (e == ETCD_OK)
+		e = er_read_targets(it->es, it->root.component, t, it->keys.n, NULL, NULL);
+	for (size_t i = 0; e == ETCD_OK && i < it->keys.n; i++) {
 		const char *k = it->keys.v[i];
-		while (j < r.n && (r.kvs[j].key_len < skip || key_cmp(&r.kvs[j], skip, k) < 0))
-			j++;
-		bool found = j < r.n && key_cmp(&r.kvs[j], skip, k) == 0;
-		if (may_match(it, found ? &r.kvs[j] : NULL) && er_keys_add(&kept, k, strlen(k)) < 0)
+		if (may_match(it, &t[i].meta) && er_keys_add(&kept, k, strlen(k)) < 0)
 			e = ETCD_NOMEM;
 	}
-	etcd_range_result_free(&r);
-	buf_free(&end);
-	free(from);
-	free(last);
+	er_targets_free(t, it->keys.n);
+	free(t);
 	if (e == ETCD_OK) {
 		er_keys_free(&it->keys);
 		it->keys = kept;

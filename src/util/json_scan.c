@@ -338,12 +338,32 @@ static bool keep(struct json_scan *s, const unsigned char *from, const unsigned 
 
 /* The string's closing quote is at q; its bytes in this chunk start at
  * start. */
+/* Reports a string, key or number whose bytes in this chunk are [start,
+ * end), after those that earlier chunks held; unescaped when it has
+ * escapes.  The token ends at after. */
+static const unsigned char *report_text(struct json_scan *s, enum json_token t,
+					const unsigned char *start, const unsigned char *end,
+					const unsigned char *after, bool escapes)
+{
+	const char *v = (const char *)start;
+	size_t len = (size_t)(end - start);
+
+	if (s->held.len || escapes) {
+		if (!keep(s, start, end))
+			return NULL;
+		s->held.len = escapes ? unescape(s->held.data, s->held.len) : s->held.len;
+		v = s->held.data;
+		len = s->held.len;
+	}
+	after = report(s, after, t, v, len, NULL);
+	buf_reset(&s->held);
+	return after;
+}
+
 static const unsigned char *string_ended(struct json_scan *s, const unsigned char *start,
 					 const unsigned char *q)
 {
 	const unsigned char *after = q + 1;
-	const char *v = (const char *)start;
-	size_t len = (size_t)(q - start);
 	bool key = s->is_key;
 
 	s->tok = TOK_NONE;
@@ -355,16 +375,7 @@ static const unsigned char *string_ended(struct json_scan *s, const unsigned cha
 		value_done(s);
 	if (!s->report)
 		return after;
-	if (s->held.len || s->escapes) {
-		if (!keep(s, start, q))
-			return NULL;
-		s->held.len = s->escapes ? unescape(s->held.data, s->held.len) : s->held.len;
-		v = s->held.data;
-		len = s->held.len;
-	}
-	after = report(s, after, key ? JSON_KEY : JSON_STRING, v, len, NULL);
-	buf_reset(&s->held);
-	return after;
+	return report_text(s, key ? JSON_KEY : JSON_STRING, start, q, after, s->escapes);
 }
 
 static int utf8_lead(unsigned char c)
@@ -537,24 +548,13 @@ static int number_next(int st, unsigned char c)
 static const unsigned char *number_ended(struct json_scan *s, const unsigned char *start,
 					 const unsigned char *p)
 {
-	const char *v = (const char *)start;
-	size_t len = (size_t)(p - start);
-
 	if (!number_complete(s->sub))
 		return malformed(s, p, "a number without its digits");
 	if (!value_ended(s, p))
 		return NULL;
 	if (!s->report)
 		return p;
-	if (s->held.len) {
-		if (!keep(s, start, p))
-			return NULL;
-		v = s->held.data;
-		len = s->held.len;
-	}
-	p = report(s, p, JSON_NUMBER, v, len, NULL);
-	buf_reset(&s->held);
-	return p;
+	return report_text(s, JSON_NUMBER, start, p, p, false);
 }
 
 static const unsigned char *lex_number(struct json_scan *s, const unsigned char *start,

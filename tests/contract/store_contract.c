@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "kube/meta.h"
-#include "kube/selector.h"
 #include "store_contract.h"
+#include "testutil.h"
 
 static struct contract_backend *B;
 
@@ -843,30 +843,13 @@ static void test_iterate_in_order(void **state)
  * checked as local_list checks them (the store may give more). */
 static char *iterate_matching(struct store *s, const char *ls, const char *fs)
 {
-	struct store_key_info info = {"kubelet", "", "v1", "pods", "", ""};
-	struct store_key root;
-	struct selector *labels, *fields;
-	struct store_iter *it;
-	struct buf seen = BUF_INIT, data = BUF_INIT;
-	const struct store_key *k;
-	enum store_err e;
+	char *names = NULL;
 
-	assert_int_equal(selector_parse(SELECTOR_LABEL, ls, &labels, NULL), 0);
-	assert_int_equal(selector_parse(SELECTOR_FIELD, fs, &fields, NULL), 0);
-	assert_int_equal(store_key_build(s, &info, &root), STORE_OK);
-	struct store_match m = {labels, fields};
-	assert_int_equal(store_iter_begin_matching(s, &root, NULL, &m, &it), STORE_OK);
-	store_key_free(&root);
-	while ((e = store_iter_next(it, &k, &data)) == STORE_OK) {
-		if (selector_match_json(labels, fields, data.data, data.len) == 1)
-			buf_printf(&seen, "%s%s", seen.len ? " " : "", k->name);
-	}
-	assert_int_equal(e, STORE_NOT_FOUND);
-	store_iter_free(it);
-	selector_free(labels);
-	selector_free(fields);
-	buf_free(&data);
-	return seen.len ? buf_steal(&seen) : strdup("");
+	assert_int_equal(
+	    test_iterate_selected(s, "kubelet", "pods", "", ls, fs, true, &names, NULL, NULL),
+	    STORE_OK);
+	assert_non_null(names);
+	return names;
 }
 
 static void write_pod(struct store *s, const char *comp, const char *name, uint64_t rv,

@@ -32,7 +32,6 @@
 #include <unistd.h>
 
 #include "kube/meta.h"
-#include "kube/selector.h"
 #include "storage/disk.h"
 #include "testutil.h"
 #include "util/buf.h"
@@ -253,33 +252,11 @@ static bool is_snapshot(long k, int *count_out)
 /* Objects of the snap namespace a label selector lists, as offline. */
 static int count_selected(struct store *s)
 {
-	struct selector *ls = NULL;
-	char *err = NULL;
-	if (selector_parse(SELECTOR_LABEL, "set=snap", &ls, &err) < 0)
-		return -1;
-	struct store_key_info info = {"crasher", "", "v1", "configmaps", "snap", ""};
-	struct store_key root;
-	struct store_iter *it = NULL;
-	struct store_match m = {ls, NULL};
-	int n = 0;
-	if (store_key_build(s, &info, &root) != STORE_OK) {
-		selector_free(ls);
-		return -1;
-	}
-	enum store_err e = store_iter_begin_matching(s, &root, NULL, &m, &it);
-	if (e == STORE_OK) {
-		const struct store_key *k;
-		struct buf b = BUF_INIT;
-		while (store_iter_next(it, &k, &b) == STORE_OK)
-			n += selector_match_json(ls, NULL, b.data, b.len) == 1;
-		buf_free(&b);
-		store_iter_free(it);
-	} else if (e != STORE_NOT_FOUND) {
-		n = -1;
-	}
-	store_key_free(&root);
-	selector_free(ls);
-	return n;
+	size_t n = 0;
+	enum store_err e = test_iterate_selected(s, "crasher", "configmaps", "snap", "set=snap", "",
+						 true, NULL, NULL, &n);
+
+	return e == STORE_OK ? (int)n : e == STORE_NOT_FOUND ? 0 : -1;
 }
 
 static int check_snapshot(struct store *s, const struct history *h)

@@ -26,7 +26,6 @@
 
 #include "etcd_check.h"
 #include "etcd_proc.h"
-#include "kube/selector.h"
 #include "storage/etcd.h"
 #include "testutil.h"
 
@@ -56,36 +55,18 @@ static const char *node_of(uint64_t rv)
 }
 
 /* The names of comp's pods on node n2, with the matching iteration
- * (summaries) or the plain one (every object), checked as local_list does. */
+ * (summaries) or the plain one (every object); NULL on an error. */
 static char *on_n2(struct store *s, const char *comp, bool matching)
 {
-	struct store_key_info info = {comp, "", "v1", "pods", "", ""};
-	struct store_key root;
-	struct selector *fields = NULL;
-	struct store_iter *it = NULL;
-	struct buf names = BUF_INIT, data = BUF_INIT;
-	const struct store_key *k;
-	enum store_err e = store_key_build(s, &info, &root);
+	char *names = NULL;
+	enum store_err e = test_iterate_selected(s, comp, "pods", "", "", "spec.nodeName=n2",
+						 matching, &names, NULL, NULL);
 
-	if (e != STORE_OK || selector_parse(SELECTOR_FIELD, "spec.nodeName=n2", &fields, NULL) < 0)
-		return NULL;
-	struct store_match m = {NULL, fields};
-	e = matching ? store_iter_begin_matching(s, &root, NULL, &m, &it)
-		     : store_iter_begin(s, &root, NULL, &it);
-	while (e == STORE_OK && (e = store_iter_next(it, &k, &data)) == STORE_OK) {
-		if (selector_match_json(NULL, fields, data.data, data.len) == 1)
-			buf_printf(&names, "%s ", k->name);
-	}
-	store_iter_free(it);
-	selector_free(fields);
-	store_key_free(&root);
-	buf_free(&data);
-	if (e != STORE_NOT_FOUND) {
-		buf_free(&names);
+	if (e != STORE_OK && e != STORE_NOT_FOUND) { /* never listed: none */
+		free(names);
 		return NULL;
 	}
-	buf_append_str(&names, "");
-	return buf_steal(&names);
+	return names;
 }
 
 /* Do the summaries select what the objects say, for both components? */

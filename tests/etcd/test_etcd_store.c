@@ -25,7 +25,6 @@
 #include "etcd_check.h"
 #include "etcd_proc.h"
 #include "kube/meta.h"
-#include "kube/selector.h"
 #include "storage/etcd.h"
 #include "storage/view.h"
 #include "testutil.h"
@@ -816,29 +815,18 @@ static void test_two_versions_share_a_collection(void **state)
 }
 
 /* How many kubelet pods an iteration with the field selector gives, and
- * how many objects it read to give them. */
+ * how many read Txns it took to give them. */
 static size_t iterate_field(struct store *s, const char *fs, unsigned long *txns)
 {
-	struct store_key root = key_res(s, "kubelet", "", "pods", "", "");
-	struct selector *fields;
-	struct store_iter *it;
-	struct buf data = BUF_INIT;
-	const struct store_key *k;
 	struct etcd_store_stats before, after;
 	size_t n = 0;
 
-	assert_int_equal(selector_parse(SELECTOR_FIELD, fs, &fields, NULL), 0);
-	struct store_match m = {NULL, fields};
 	etcd_store_stats(s, &before);
-	assert_int_equal(store_iter_begin_matching(s, &root, NULL, &m, &it), STORE_OK);
-	while (store_iter_next(it, &k, &data) == STORE_OK)
-		n++;
-	store_iter_free(it);
+	assert_int_equal(
+	    test_iterate_selected(s, "kubelet", "pods", "", "", fs, true, NULL, &n, NULL),
+	    STORE_OK);
 	etcd_store_stats(s, &after);
 	*txns = after.read_txns - before.read_txns;
-	selector_free(fields);
-	store_key_free(&root);
-	buf_free(&data);
 	return n;
 }
 

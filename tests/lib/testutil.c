@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kube/selector.h"
 #include "util/buf.h"
 #include "util/fsutil.h"
 
@@ -121,4 +122,52 @@ char *test_pod_json(const char *ns, const char *name, uint64_t rv, const char *n
 	buf_printf(&b, "]}]},\"status\":{\"phase\":\"Running\",\"podIP\":\"10.244.%u.%u\"}}",
 		   (unsigned)(rv / 250) % 250, (unsigned)rv % 250);
 	return buf_steal(&b);
+}
+
+enum store_err test_iterate_selected(struct store *s, const char *component, const char *resource,
+				     const char *ns, const char *labels, const char *fields,
+				     bool matching, char **names, size_t *given, size_t *matched)
+{
+	struct store_key_info info = {component, "", "v1", resource, ns, ""};
+	struct selector *ls = NULL, *fs = NULL;
+	struct store_key root;
+	struct store_iter *it = NULL;
+	struct buf found = BUF_INIT, data = BUF_INIT;
+	const struct store_key *k;
+	size_t n = 0, m = 0;
+	enum store_err e;
+
+	if (selector_parse(SELECTOR_LABEL, labels, &ls, NULL) < 0 ||
+	    selector_parse(SELECTOR_FIELD, fields, &fs, NULL) < 0) {
+		fprintf(stderr, "test_iterate_selected: bad selector %s / %s\n", labels, fields);
+		abort(); /* the callers' selectors are constants */
+	}
+	struct store_match match = {ls, fs};
+	e = store_key_build(s, &info, &root);
+	if (e == STORE_OK) {
+		e = matching ? store_iter_begin_matching(s, &root, NULL, &match, &it)
+			     : store_iter_begin(s, &root, NULL, &it);
+		store_key_free(&root);
+	}
+	while (e == STORE_OK && (e = store_iter_next(it, &k, &data)) == STORE_OK) {
+		n++;
+		if (selector_match_json(ls, fs, data.data, data.len) == 1) {
+			m++;
+			buf_printf(&found, "%s%s", found.len ? " " : "", k->name);
+		}
+	}
+	if (e == STORE_NOT_FOUND && it)
+		e = STORE_OK; /* the end */
+	store_iter_free(it);
+	selector_free(ls);
+	selector_free(fs);
+	buf_free(&data);
+	if (given)
+		*given = n;
+	if (matched)
+		*matched = m;
+	if (names)
+		*names = strdup(buf_cstr(&found));
+	buf_free(&found);
+	return e;
 }
