@@ -21,9 +21,20 @@
 struct MHD_Connection;
 struct pending_upgrade;
 
+/* How the client of a request proved who it is (set by server/ before a
+ * handler sees the request).  Online the cloud judges every request; offline
+ * the hub has only this to go by. */
+enum request_auth {
+	REQ_AUTH_NONE,	 /* the plain proxy port (and the hub's own port) */
+	REQ_AUTH_CERT,	 /* secure port: a client certificate of the client CA */
+	REQ_AUTH_BEARER, /* secure port: a bearer token, not checked by server/ */
+	REQ_AUTH_NODE,	 /* leader port: another node's certificate */
+};
+
 struct request {
 	struct MHD_Connection *conn; /* the adapter's handle */
-	char *raw_uri;		     /* byte for byte as received, query and all */
+	enum request_auth auth;
+	char *raw_uri; /* byte for byte as received, query and all */
 	struct request_info ri;
 	bool ri_ok;
 	char *ri_err;	 /* why ri_ok is false */

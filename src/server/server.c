@@ -172,16 +172,26 @@ static int refuse_early(struct daemon_ctx *dc, struct request *req)
 {
 	if (dc->kind == PORT_HUB)
 		return 1;
-	if (dc->kind == PORT_PEER && !client_is_node(req->conn))
-		return reply_status(req, 401, NULL,
-				    "a node's client certificate (CN system:node:<name>, O "
-				    "system:nodes) signed by the cluster CA is required",
-				    NULL);
-	if (dc->kind == PORT_PROXY_TLS && !client_cert_ok(req->conn) && !bearer(req))
-		return reply_status(req, 401, NULL,
-				    "a client certificate signed by the hub's client CA, or a "
-				    "bearer token, is required",
-				    NULL);
+	if (dc->kind == PORT_PEER) {
+		if (!client_is_node(req->conn))
+			return reply_status(req, 401, NULL,
+					    "a node's client certificate (CN system:node:<name>, O "
+					    "system:nodes) signed by the cluster CA is required",
+					    NULL);
+		req->auth = REQ_AUTH_NODE;
+	}
+	if (dc->kind == PORT_PROXY_TLS) {
+		if (client_cert_ok(req->conn))
+			req->auth = REQ_AUTH_CERT;
+		else if (bearer(req))
+			req->auth = REQ_AUTH_BEARER;
+		else
+			return reply_status(
+			    req, 401, NULL,
+			    "a client certificate signed by the hub's client CA, or a "
+			    "bearer token, is required",
+			    NULL);
+	}
 	return gate_admit(dc->routes->gate, req);
 }
 
