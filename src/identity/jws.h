@@ -17,10 +17,18 @@
  * the token id (kubeadm always writes it), with no member but alg, kid and
  * typ; the signature base64url (canonical) of exactly 32 bytes, compared in
  * constant time.  The secret never appears in an error text.
+ *
+ * The same compact form, with a payload and signed by a public key, is a
+ * service-account token: kube-apiserver signs those with RS256 (or ES256)
+ * under a key it publishes, with its kid, as a JWK Set on /openid/v1/jwks.
+ * jwks_parse() reads such a set into GnuTLS public keys and
+ * jws_verify_signed() checks a token against it; what the claims must say
+ * is identity/satoken.h's.
  */
 #ifndef YURTHUB_IDENTITY_JWS_H
 #define YURTHUB_IDENTITY_JWS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "util/buf.h"
@@ -52,5 +60,47 @@ int jws_sign_detached(const char *payload, size_t len, const char *key_id, const
  * NULL). */
 int jws_verify_detached(const char *jws, size_t jws_len, const char *payload, size_t len,
 			const char *key_id, const char *secret, char **err);
+
+/* ---- compact JWS signed by a public key (service-account tokens) ---- */
+
+/* Bounds on what is read from the cloud and from clients: a JWK Set
+ * document, its keys, and a token (kube-apiserver's are about 1 KiB). */
+#define JWKS_DOC_MAX  (256 * 1024)
+#define JWKS_KEYS_MAX 64
+#define JWS_TOKEN_MAX (16 * 1024)
+
+/* The usable keys of a JWK Set: RSA keys of 2048 to 8192 bits (RS256) and
+ * P-256 keys (ES256), each with a kid, "use" sig if said.  Opaque. */
+struct jwk_set;
+
+/* Parse a JWK Set document ({"keys":[...]}).  Keys this code cannot use
+ * (another kty, curve or alg, a short RSA modulus, no kid, a kid seen
+ * before) are left out, not an error.  0 with *out (free with jwks_free),
+ * or -1 with *err for a document that is not a JWK Set. */
+int jwks_parse(const char *text, size_t len, struct jwk_set **out, char **err);
+void jwks_free(struct jwk_set *s);
+/* How many usable keys; whether one has this kid. */
+size_t jwks_count(const struct jwk_set *s);
+bool jwks_has_kid(const struct jwk_set *s, const char *kid, size_t kid_len);
+
+enum jws_result {
+	JWS_OK,
+	JWS_MALFORMED,	   /* not a compact JWS, a header we refuse, alg none/HS256... */
+	JWS_UNKNOWN_KEY,   /* well formed, but no key of the set has its kid */
+	JWS_BAD_SIGNATURE, /* the key of its kid did not sign it */
+};
+
+/* Check a compact JWS (header.payload.signature, base64url, at most
+ * JWS_TOKEN_MAX bytes): its header a JSON object with alg RS256 or ES256 and
+ * a kid, and no "crit"; the key of that kid in keys, of the alg's type; the
+ * signature of "header.payload" by it.  On JWS_OK the decoded payload is
+ * appended to payload.  Otherwise *err (may be NULL) says why, without
+ * repeating the token. */
+enum jws_result jws_verify_signed(const char *jws, size_t len, const struct jwk_set *keys,
+				  struct buf *payload, char **err);
+
+/* The kid of a compact JWS's header, not verified (to notice a key the hub
+ * has not fetched yet): appended to out, 0; -1 when there is none. */
+int jws_peek_kid(const char *jws, size_t len, struct buf *out);
 
 #endif
