@@ -31,6 +31,7 @@
 #include "housekeeping.h"
 #include "hub_identity.h"
 #include "hub_pool.h"
+#include "identity/sakeys.h"
 #include "http/limits.h"
 #include "http/response.h"
 #include "metrics/metrics.h"
@@ -58,6 +59,7 @@ struct hub {
 	struct cache_manager *cache;
 	struct local_changes *changes; /* the hub's own offline edits */
 	struct outbox *outbox;	       /* offline Events, sent when the cloud is back */
+	struct sa_keys *sa_keys;       /* to check bearer tokens offline */
 	struct metrics metrics;
 	struct proxy proxy;
 	struct request_gate gate; /* --max-requests-in-flight, the body budget */
@@ -241,6 +243,15 @@ static void report_autonomy(void *ctx)
 	}
 	buf_free(&body);
 	buf_free(&uri);
+}
+
+/* The housekeeping thread's chore every 10 s: the node's autonomy to the
+ * cloud, and the service-account keys when they are due. */
+static void hub_chores(void *ctx)
+{
+	struct hub *h = ctx;
+	report_autonomy(h);
+	sa_keys_refresh(h->sa_keys);
 }
 
 /* /v1/readyz?verbose: each check on a line, as kube-apiserver's, and the
@@ -432,6 +443,8 @@ static int start_store(struct hub *h)
 		return -1;
 	h->outbox = outbox_open(dir.data, &h->upstream, &h->metrics, OUTBOX_MAX_DEFAULT);
 	buf_free(&dir);
+	if (!(h->sa_keys = sa_keys_new(h->store, &h->upstream)))
+		return -1;
 	return h->outbox && outbox_start(h->outbox) == 0 ? 0 : -1;
 }
 
@@ -465,10 +478,11 @@ static int start(struct hub *h)
 	p->node_name = h->cfg->node_name;
 	p->agents = &h->agents;
 	p->outbox = h->outbox;
+	p->sa_keys = h->sa_keys;
 	if (start_multiplexer(h) < 0 || hub_pool_start(&h->pool, h->cfg, p->mux) < 0)
 		return -1;
 	if (h->housekeeping) /* the node's autonomy, to the cloud */
-		housekeeping_every(h->housekeeping, report_autonomy, h);
+		housekeeping_every(h->housekeeping, hub_chores, h);
 	p->leaders = h->pool.leaders;
 	if (start_cluster(h) < 0)
 		return -1;
@@ -518,6 +532,7 @@ static void stop(struct hub *h)
 	cache_manager_free(h->cache); /* finishes what was queued */
 	housekeeping_stop(h->housekeeping);
 	local_changes_free(h->changes); /* the manager that used it is gone */
+	sa_keys_free(h->sa_keys);	/* no connection and no chore left */
 	store_close(h->store);
 	upstream_free(&h->upstream);
 	cache_agents_free(&h->agents);

@@ -815,7 +815,10 @@ static void internal_entry(struct verify *v, int fd, const struct entry *e, cons
 
 static bool is_cluster_info_name(const char *name)
 {
-	return !strcmp(name, "version") || !strcmp(name, "apis") || starts_with(name, "_api");
+	/* the service-account issuer's documents (identity/sakeys.h) too */
+	return !strcmp(name, "version") || !strcmp(name, "apis") || starts_with(name, "_api") ||
+	       !strcmp(name, "_openid_v1_jwks") ||
+	       !strcmp(name, "_.well-known_openid-configuration");
 }
 
 static void check_cluster_info(struct verify *v, int fd, const struct entry *e)

@@ -645,6 +645,20 @@ static size_t drop_body(char *p, size_t sz, size_t n, void *ctx)
 	return sz * n;
 }
 
+struct body_sink {
+	struct buf *out;
+	size_t max;
+};
+
+static size_t keep_body(char *p, size_t sz, size_t n, void *ctx)
+{
+	struct body_sink *k = ctx;
+	size_t len = sz * n;
+	if (len > k->max - k->out->len || buf_append(k->out, p, len) < 0)
+		return 0; /* libcurl fails the transfer */
+	return len;
+}
+
 long upstream_send(struct upstream *u, const struct upstream_send_req *r)
 {
 	struct backend *b = upstream_pick(u, 0);
@@ -653,19 +667,29 @@ long upstream_send(struct upstream *u, const struct upstream_send_req *r)
 	struct buf url = BUF_INIT, ctype = BUF_INIT;
 	struct curl_slist *h = NULL;
 	char *auth = e ? upstream_auth_header(u) : NULL;
-	bool ok = e && buf_printf(&url, "%s%s", b->url, r->uri) == 0 &&
-		  buf_printf(&ctype, "Content-Type: %s", r->content_type) == 0;
-	ok = ok && (h = curl_slist_append(NULL, ctype.data)) != NULL;
+	bool ok =
+	    e && buf_printf(&url, "%s%s", b->url, r->uri) == 0 &&
+	    (!r->content_type || buf_printf(&ctype, "Content-Type: %s", r->content_type) == 0);
+	ok = ok && (h = curl_slist_append(NULL, r->content_type ? ctype.data
+								: "Accept: "
+								  "application/json")) != NULL;
 	ok = ok && curl_slist_append(h, "Expect:") != NULL;
 	ok = ok && (!auth || curl_slist_append(h, auth) != NULL);
 	if (ok) {
 		curl_easy_setopt(e, CURLOPT_URL, url.data);
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
-		if (r->method)
-			curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
-		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, drop_body);
+		if (r->method && !strcmp(r->method, "GET")) {
+			curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+		} else {
+			if (r->method)
+				curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r->method);
+			curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+			curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+		}
+		struct body_sink sink = {r->body_out, r->body_max};
+		curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, r->body_out ? keep_body : drop_body);
+		if (r->body_out)
+			curl_easy_setopt(e, CURLOPT_WRITEDATA, &sink);
 		if (r->on_header) {
 			curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, r->on_header);
 			curl_easy_setopt(e, CURLOPT_HEADERDATA, r->header_ctx);

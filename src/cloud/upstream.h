@@ -130,12 +130,13 @@ void upstream_require_client_cert(struct upstream *u, bool required);
 bool upstream_identity_pending(struct upstream *u);
 
 /* One request of the hub's own to the cloud (an offline Event sent late,
- * the node's autonomy condition), with its identity, on a handle of its
- * own; the body of the answer is dropped. */
+ * the node's autonomy condition, the service-account keys), with its
+ * identity, on a handle of its own; the body of the answer is dropped
+ * unless body_out asks for it. */
 struct upstream_send_req {
-	const char *method; /* NULL: POST */
-	const char *uri;    /* "/api/v1/namespaces/x/events" */
-	const char *content_type;
+	const char *method;	  /* NULL: POST; "GET" sends no body */
+	const char *uri;	  /* "/api/v1/namespaces/x/events" */
+	const char *content_type; /* NULL: none */
 	const char *body;
 	size_t body_len;
 	const char *user_agent;
@@ -143,6 +144,10 @@ struct upstream_send_req {
 	/* optional: each header line of the answer (libcurl's HEADERFUNCTION) */
 	size_t (*on_header)(char *line, size_t size, size_t n, void *ctx);
 	void *header_ctx;
+	/* optional: the answer's body, appended; one longer than body_max
+	 * bytes is cut off and the request fails (0) */
+	struct buf *body_out;
+	size_t body_max;
 };
 /* The answer's status code, or 0 when none came (no healthy backend, no
  * connection, out of memory). */
