@@ -20,6 +20,7 @@
 #include "kube/meta.h"
 #include "kube/patch.h"
 #include "proxy/local_internal.h"
+#include "proxy/local_token.h"
 #include "proxy/outbox.h"
 #include "proxy/proxy.h"
 #include "util/base64.h"
@@ -511,6 +512,9 @@ static int local_nonresource(struct proxy *p, struct request *req)
 
 int local_answer(struct proxy *p, struct request *req)
 {
+	int refused;
+	if (local_token_refused(p, req, &refused))
+		return refused;
 	const struct request_info *ri = &req->ri;
 	if (!ri->is_resource)
 		return local_nonresource(p, req);

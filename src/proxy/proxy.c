@@ -10,6 +10,7 @@
 #include "http/response.h"
 #include "kube/meta.h"
 #include "proxy/local.h"
+#include "proxy/local_token.h"
 #include "proxy/multiplexer.h"
 #include "proxy/remote.h"
 #include "proxy/upgrade.h"
@@ -69,6 +70,8 @@ int proxy_handle(void *ctx, struct request *req)
 	int rc;
 	if (at_local_rv(p, req, &rc) || multiplexer_answer(p, req, &rc))
 		return rc;
+	if (upstream_any_healthy(p->up))
+		local_token_note(p, req);
 	bool upgrade = request_header(req, "Upgrade") != NULL;
 	enum cache_mode mode =
 	    p->cloud_mode ? CACHE_NONE : cache_mode_for(p->agents, req->component, &req->ri);

@@ -27,6 +27,7 @@ struct local_changes;
 struct cluster;
 struct multiplexer;
 struct leaders;
+struct sa_keys;
 
 struct proxy {
 	struct upstream *up;
@@ -37,7 +38,10 @@ struct proxy {
 	struct local_changes *changes;
 	const char *node_name; /* --node-name: whose pods endpoints follow */
 	struct cache_agents *agents;
-	struct outbox *outbox;	 /* offline Events, sent when the cloud is back */
+	struct outbox *outbox; /* offline Events, sent when the cloud is back */
+	/* the cluster's service-account keys, to check bearer tokens offline
+	 * (identity/sakeys.h); NULL: every bearer token offline gets 401 */
+	struct sa_keys *sa_keys;
 	struct cluster *cluster; /* the response filters' view; NULL: no filtering */
 	/* pool-scope lists and watches from memory (multiplexer.h); NULL: off */
 	struct multiplexer *mux;
