@@ -328,8 +328,9 @@ static gnutls_pubkey_t ec_key(json_t *jwk)
 		k = NULL;
 		goto out;
 	}
-	/* GnuTLS checks that the point is on the curve */
-	if (gnutls_pubkey_import_ecc_raw(k, GNUTLS_ECC_CURVE_SECP256R1, &dx, &dy) < 0) {
+	/* the import takes any coordinates: the point must be on the curve */
+	if (gnutls_pubkey_import_ecc_raw(k, GNUTLS_ECC_CURVE_SECP256R1, &dx, &dy) < 0 ||
+	    gnutls_pubkey_verify_params(k) < 0) {
 		gnutls_pubkey_deinit(k);
 		k = NULL;
 	}
