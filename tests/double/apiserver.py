@@ -130,6 +130,7 @@ for _r in RESOURCES:
 NAMESPACES = BY_GV["v1"]["namespaces"]
 CONFIGMAPS = BY_GV["v1"]["configmaps"]
 SECRETS = BY_GV["v1"]["secrets"]
+PODS = BY_GV["v1"]["pods"]
 CSRS = BY_GV["certificates.k8s.io/v1"]["certificatesigningrequests"]
 
 
@@ -1850,7 +1851,7 @@ class HostileAnswer:
 try:                             # Debian's python3-cryptography; only these features need it
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, ed25519, padding, rsa
     from cryptography.x509 import ObjectIdentifier
     from cryptography.x509.oid import NameOID
 except ImportError:
@@ -2619,6 +2620,83 @@ def path_allowed(ident, path):
     return ident.source != "anonymous"
 
 
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+OIDC_PATH = "/.well-known/openid-configuration"
+JWKS_PATH = "/openid/v1/jwks"
+
+
+def _uint_b64url(n):
+    return b64url(n.to_bytes((n.bit_length() + 7) // 8, "big"))
+
+
+class SaIssuer:
+    """The service-account token issuer: an RSA key (made on first use: most runs never need
+    it), its OpenID discovery documents as kube-apiserver serves them, and tokens bound to a pod
+    as a TokenRequest of kubelet gets them (RS256, kid = base64url(SHA-256 of the public key's
+    DER), aud = the issuer, kube-apiserver's default --api-audiences). who: "all" lets any
+    authenticated client read the documents; "serviceaccounts" is kube-apiserver's default RBAC
+    (system:service-account-issuer-discovery bound to system:serviceaccounts only)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.key = self.other = None
+        self.who = "all"
+
+    def _keys(self):
+        need_cryptography()
+        with self.lock:
+            if self.key is None:
+                self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+                self.other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+            return self.key, self.other
+
+    def kid(self):
+        der = self._keys()[0].public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+        return b64url(hashlib.sha256(der).digest())
+
+    def oidc_doc(self, base):
+        return {"issuer": SA_ISSUER, "jwks_uri": base + JWKS_PATH,
+                "response_types_supported": ["id_token"], "subject_types_supported": ["public"],
+                "id_token_signing_alg_values_supported": ["RS256"]}
+
+    def jwks_doc(self):
+        pub = self._keys()[0].public_key().public_numbers()
+        return {"keys": [{"use": "sig", "kty": "RSA", "kid": self.kid(), "alg": "RS256",
+                          "n": _uint_b64url(pub.n), "e": _uint_b64url(pub.e)}]}
+
+    def allowed(self, ident):
+        return self.who == "all" or "system:serviceaccounts" in ident.groups
+
+    def mint(self, store, q):
+        """A token for the pod q["namespace"]/q["pod"] (its uid and service account from the
+        store, or q["uid"]), expiring q["exp"] seconds from now (3600), signed by the issuer's
+        key or, with q["key"] == "other", by another key under the same kid."""
+        key, other = self._keys()
+        ns, name = q.get("namespace", "default"), q.get("pod", "")
+        e = store.get(PODS, ns, name)
+        if e is None and not q.get("uid"):
+            raise not_found(PODS, name)
+        pod = e.obj if e is not None else {"metadata": {}, "spec": {}}
+        sa = pod["spec"].get("serviceAccountName") or "default"
+        now = int(time.time())
+        claims = {"aud": [q.get("aud", SA_ISSUER)], "exp": now + int(q.get("exp", 3600)),
+                  "iat": now, "nbf": now, "iss": q.get("iss", SA_ISSUER), "jti": str(uuid.uuid4()),
+                  "kubernetes.io": {"namespace": ns,
+                                    "node": {"name": pod["spec"].get("nodeName", ""),
+                                             "uid": _uid(None, pod["spec"].get("nodeName", ""))},
+                                    "pod": {"name": name,
+                                            "uid": q.get("uid") or pod["metadata"]["uid"]},
+                                    "serviceaccount": {"name": sa, "uid": _uid(ns, sa)}},
+                  "sub": f"system:serviceaccount:{ns}:{sa}"}
+        header = {"alg": "RS256", "kid": self.kid()}
+        signing = (b64url(json.dumps(header, separators=(",", ":")).encode()) + "."
+                   + b64url(json.dumps(claims, separators=(",", ":")).encode()))
+        signer = other if q.get("key") == "other" else key
+        sig = signer.sign(signing.encode(), padding.PKCS1v15(), hashes.SHA256())
+        return {"token": signing + "." + b64url(sig), "claims": claims}
+
+
 def kubeconfig_yaml(server, ca_pem, user, user_fields):
     """A kubeconfig with one cluster, user and context (block YAML)."""
     lines = ["apiVersion: v1", "kind: Config", "clusters:", "- name: kubernetes", "  cluster:",
@@ -2903,6 +2981,17 @@ class ApiHandler(BaseHTTPRequestHandler):
         if not resource_path:
             self.server.gate.count_verb("get", self.req_path)
             self._authorize_path(path)
+        if path in (OIDC_PATH, JWKS_PATH):
+            issuer = self.server.sa_issuer
+            if not issuer.allowed(self.ident):
+                self.server.gate.count_in(self.server.gate.forbidden,
+                                          f"{self.ident.user} get {self.req_path}")
+                raise ApiError(403, "Forbidden", f'forbidden: User "{self.ident.user}" cannot '
+                               f'get path "{path}"', {})
+            scheme = "https" if self.server.ssl_ctx else "http"
+            base = f"{scheme}://{self.headers.get('Host', '127.0.0.1')}"
+            doc = issuer.oidc_doc(base) if path == OIDC_PATH else issuer.jwks_doc()
+            return self._send_obj(200, doc)
         if path == "/version":
             return self._send_obj(200, version_doc())
         if path == "/api":
@@ -3404,6 +3493,7 @@ class ApiServer(ThreadingHTTPServer):
         self.hostile = HostileLog(gate.cond)
         self.auth_enabled = bool(ssl_ctx and ssl_ctx.verify_mode != ssl.CERT_NONE)
         self.identity = None             # an IdentitySetup with a CA or bootstrap tokens
+        self.sa_issuer = SaIssuer()      # service-account tokens and their keys
         self.stopping = False
         self.listening = True
         self.listen_lock = threading.Lock()
@@ -3584,6 +3674,13 @@ class ControlHandler(BaseHTTPRequestHandler):
             api.ssl_ctx = ctx
             gate.kill_all()
             return {"client_ca": q.get("path")}
+        if m == "POST" and path == "/sa-token":
+            return api.sa_issuer.mint(store, q)
+        if m == "POST" and path == "/issuer-discovery":
+            if q.get("who") not in ("all", "serviceaccounts"):
+                raise bad_request("who must be all or serviceaccounts")
+            api.sa_issuer.who = q["who"]
+            return {"who": api.sa_issuer.who}
         if m == "POST" and path == "/compact":
             return {"floor": store.compact()}
         if m == "POST" and path == "/fail":

@@ -1,9 +1,10 @@
 """End to end, security of the running hub: secrets never reach the log at
 any verbosity (the hub's token, a client's token, a Secret's data), the
 cache is private (files 0600, directories 0700, the hub's user), and plain
-HTTP away from loopback is logged as a warning.  (That the secure port
-refuses clients without a certificate signed by --client-ca-file is
-tested in test_tls.py.)
+HTTP away from loopback is logged as a warning; offline, a bearer token the
+hub cannot check reads nothing (401; test_offline_tokens.py has the rest).
+(That the secure port refuses clients without a certificate signed by
+--client-ca-file is tested in test_tls.py.)
 """
 
 import base64
@@ -45,7 +46,11 @@ def test_no_secrets_in_log(t, double, hub):
     hub_get(hub, paths[1])
     wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 0, 10, what="offline")
     s, _, body = hub_get(hub, paths[0])
-    t.check("offline: the secret from the cache", s == 200 and b"password" in body)
+    t.check("offline: a bearer token nobody can check gets 401 and no secret (%d)" % s,
+            s == 401 and b"password" not in body, body[:200])
+    s, _, body = get("127.0.0.1", hub.proxy_port, paths[0], headers={"User-Agent": KUBELET})
+    t.check("offline: kubelet, without a token, gets the secret from the cache",
+            s == 200 and b"password" in body)
     double.restore()
     wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 20, what="online")
     with open(hub.logpath, "rb") as f:

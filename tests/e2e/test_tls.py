@@ -1,7 +1,8 @@
 """End to end, TLS: the hub's identity towards a cloud that requires client
 certificates (from a kubelet-style kubeconfig with inline data, and from the
 explicit flags), and the hub's secure port, which refuses clients without a
-certificate signed by --client-ca-file.
+certificate signed by --client-ca-file; and offline, answers a bearer token
+it cannot check 401 (test_offline_tokens.py has the tokens it can check).
 """
 
 import base64
@@ -44,12 +45,15 @@ def b64(path):
         return base64.b64encode(f.read()).decode()
 
 
-def tls_get(port, path, cafile, cert=None, key=None):
+def tls_get(port, path, cafile, cert=None, key=None, auth=None):
     ctx = ssl.create_default_context(cafile=cafile)
     if cert:
         ctx.load_cert_chain(cert, key)
     c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=20)
-    c.request("GET", path, headers={"User-Agent": "tls-test/1.0"})
+    headers = {"User-Agent": "tls-test/1.0"}
+    if auth:
+        headers["Authorization"] = auth
+    c.request("GET", path, headers=headers)
     r = c.getresponse()
     body = r.read()
     c.close()
@@ -90,6 +94,31 @@ def refused_before_body(t, port, cafile):
         pass
     t.check("and closes the connection instead of reading the body", closed)
     sock.close()
+
+
+def offline_bearer(t, double, hub, port, p):
+    """Offline, the secure port's bearer token is the hub's to judge: `Bearer x` gets 401 and
+    none of kubelet's cached Secret; a client certificate is still served."""
+    path = "/api/v1/namespaces/default/secrets/app-credentials"
+    s, _, body = get("127.0.0.1", hub.proxy_port, path, headers={"User-Agent": "kubelet/1.30"})
+    assert s == 200, body[:200]
+    wait_for(lambda: os.path.exists(os.path.join(hub.cache, "kubelet", "secrets.v1.core",
+                                                 "default", "app-credentials")), 10,
+             what="the secret cached")
+    double.cut("refuse")
+    try:
+        get("127.0.0.1", hub.proxy_port, "/api/v1/nodes", headers={"User-Agent": "kubelet/1.30"})
+        wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 0, 15, what="offline")
+        s, body = tls_get(port, path, p("hub-ca.crt"), auth="Bearer x")
+        t.check("offline, the secure port answers Bearer x 401, without the Secret (%d)" % s,
+                s == 401 and b"password" not in body, body[:200])
+        s, body = tls_get(port, path, p("hub-ca.crt"), p("local-client.crt"),
+                          p("local-client.key"))
+        t.check("offline, a client certificate still reads it (%d)" % s,
+                s == 200 and b"password" in body, body[:200])
+    finally:
+        double.restore()
+        wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 20, what="online")
 
 
 def upgrade_over_tls(t, double, port, p):
@@ -195,6 +224,7 @@ users:
     t.check("the secure port refuses a certificate from another CA", refused)
     t.run(refused_before_body, secure_port, p("hub-ca.crt"))
     t.run(upgrade_over_tls, double, secure_port, p)
+    t.run(offline_bearer, double, hub, secure_port, p)
     hub.stop()
 
     # 3. identity from the explicit flags
