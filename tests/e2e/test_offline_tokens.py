@@ -141,7 +141,7 @@ def offline_reads(t, tag, hub, tokens):
                 body[:200])
     for what, path in [("an unmounted Secret", base + "/" + UNMOUNTED),
                        ("the list of secrets", base),
-                       ("a watch of secrets", base + "?watch=1"),
+                       ("a watch of secrets", base + "?watch=1&timeoutSeconds=2"),
                        ("a list by name of an unmounted Secret",
                         base + "?fieldSelector=metadata.name%3D" + UNMOUNTED),
                        ("every namespace's secrets", "/api/v1/secrets"),
@@ -206,10 +206,16 @@ def scenario(t, tag, binary, double):
     hub = Hub(t.workdir, [double.url], name="hub-" + tag, binary=binary)
     try:
         fill_cache(hub)
-        wait_for(lambda: keys_cached(hub), 20, what="the service-account keys cached")
-        t.check("%s: online, the hub keeps the cluster's keys in its cache" % tag, True)
-        with open(os.path.join(hub.cache, "_openid_v1_jwks")) as f:
-            t.check("%s: the stored JWK Set is the cloud's" % tag, json.load(f)["keys"][0]["n"])
+        try:
+            cached = wait_for(lambda: keys_cached(hub), 20, what="the keys cached")
+        except TimeoutError:
+            cached = False
+        # the rest runs either way: a hub without the keys must still refuse every token
+        if t.check("%s: online, the hub keeps the cluster's keys in its cache" % tag, cached):
+            with open(os.path.join(hub.cache, "_openid_v1_jwks")) as f:
+                t.check("%s: the stored JWK Set is the cloud's" % tag,
+                        json.load(f) == json.loads(get("127.0.0.1", double.port,
+                                                       "/openid/v1/jwks")[2]))
         tokens = make_tokens(double)
         s, body = req(hub, "/api/v1/namespaces/default/secrets/" + UNMOUNTED,
                       "Bearer " + tokens["good"])
