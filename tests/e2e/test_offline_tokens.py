@@ -16,7 +16,8 @@ cached on this node; and even then it reads only the Secrets its pod mounts:
   Unauthorized, and no Secret's bytes;
 - a client without Authorization (kubelet) is served as before;
 - when the cloud answers the hub's GET of the keys 403 (kube-apiserver's default RBAC), the hub
-  logs one warning naming the binding to add, and offline every bearer token gets 401.
+  logs one warning naming the binding to add, and offline every bearer token gets 401;
+- on the etcd store the keys are kept in etcd and serve after a restart offline.
 
 Each scenario runs against the sanitizer build and, when it is there, the release build. No
 token ever reaches the hub's log.
@@ -29,7 +30,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BUILD, HUB_BIN, ROOT, Double, Hub, Suite, get, wait_for  # noqa: E402
+from harness import BUILD, HUB_BIN, ROOT, Double, Etcd, Hub, Suite, get, wait_for  # noqa: E402
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 APP = "app-client/1.0"
@@ -106,7 +107,7 @@ def reason(body):
         return None
 
 
-def fill_cache(hub):
+def fill_cache(hub, etcd=None):
     """What kubelet reads online: its pods, the Secrets, the list of them; and another node's
     pod, so that its token is refused for where the pod runs, not for a missing copy."""
     for path in ["/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1",
@@ -115,6 +116,10 @@ def fill_cache(hub):
             ["/api/v1/namespaces/default/secrets/" + n for n in MOUNTED + [UNMOUNTED]]:
         s, body = req(hub, path, ua=KUBELET)
         assert s == 200, (path, s, body[:200])
+    if etcd:
+        wait_for(lambda: etcd.keys("/registry/secrets/%s/%s" % (NS, UNMOUNTED)), 10,
+                 what="the secrets in etcd")
+        return
     cached = os.path.join(hub.cache, "kubelet", "secrets.v1.core", NS, UNMOUNTED)
     wait_for(lambda: os.path.exists(cached), 10, what="the secrets cached")
 
@@ -266,6 +271,48 @@ def forbidden_keys(t, tag, binary, double):
         double.control("POST", "/issuer-discovery?who=all")
 
 
+def etcd_store(t, double):
+    """On the etcd store the keys are kept in etcd, beside the node's other records, and serve
+    after a restart offline as on the disk."""
+    etcd = Etcd(t.workdir)
+    hub = None
+    try:
+        hub = Hub(t.workdir, [double.url], name="etcd-hub",
+                  extra=["--storage=etcd", "--etcd-servers=" + etcd.url])
+        fill_cache(hub, etcd)
+
+        def stored():
+            keys = etcd.keys("/yurthub") or []
+            return [k for k in keys if k.endswith("/ci/openid/v1/jwks")] and \
+                [k for k in keys if k.endswith("/ci/.well-known/openid-configuration")]
+        try:
+            ok = wait_for(stored, 20, what="the keys in etcd")
+        except TimeoutError:
+            ok = False
+        t.check("etcd: online, the hub keeps the cluster's keys in etcd", ok)
+        tokens = make_tokens(double)
+        go_offline(double, hub)
+        hub.stop()
+        hub.start()
+        path = "/api/v1/namespaces/default/secrets/"
+        s, body = req(hub, path + "app-credentials", "Bearer " + tokens["good"])
+        t.check("etcd, restarted offline: a pod's valid token reads the Secret it mounts (%d)"
+                % s, s == 200 and data_of("app-credentials") in body, body[:200])
+        s, body = req(hub, path + UNMOUNTED, "Bearer " + tokens["good"])
+        t.check("etcd, restarted offline: ... and not another (%d)" % s,
+                s == 403 and no_secret_in(body), body[:200])
+        for what, auth in (("Bearer x", "Bearer x"),
+                           ("a token signed by another key", "Bearer " + tokens["other_key"])):
+            s, body = req(hub, path + "app-credentials", auth)
+            t.check("etcd, restarted offline: %s gets 401 (%d)" % (what, s),
+                    s == 401 and no_secret_in(body), body[:200])
+    finally:
+        if hub:
+            hub.stop()
+        etcd.stop()
+        double.restore()
+
+
 def main():
     t = Suite("offline_tokens")
     double = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--node", "node2"])
@@ -280,6 +327,7 @@ def main():
     for tag, binary in builds:
         t.run(scenario, tag, binary, double)
         t.run(forbidden_keys, tag, binary, double)
+    t.run(etcd_store, double)
     t.finish()
 
 
