@@ -2640,6 +2640,7 @@ class SaIssuer:
     def __init__(self):
         self.lock = threading.Lock()
         self.key = self.other = None
+        self.retired = []                # keys rotated out, still published (their tokens live)
         self.who = "all"
 
     def _keys(self):
@@ -2650,10 +2651,20 @@ class SaIssuer:
                 self.other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
             return self.key, self.other
 
-    def kid(self):
-        der = self._keys()[0].public_key().public_bytes(
+    def kid(self, key=None):
+        der = (key or self._keys()[0]).public_key().public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
         return b64url(hashlib.sha256(der).digest())
+
+    def rotate(self):
+        """A new signing key; the old one stays in the JWK Set, as kube-apiserver keeps every
+        --service-account-key-file key."""
+        old = self._keys()[0]
+        new = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        with self.lock:
+            self.retired.append(old)
+            self.key = new
+        return {"kid": self.kid()}
 
     def oidc_doc(self, base):
         return {"issuer": SA_ISSUER, "jwks_uri": base + JWKS_PATH,
@@ -2661,9 +2672,10 @@ class SaIssuer:
                 "id_token_signing_alg_values_supported": ["RS256"]}
 
     def jwks_doc(self):
-        pub = self._keys()[0].public_key().public_numbers()
-        return {"keys": [{"use": "sig", "kty": "RSA", "kid": self.kid(), "alg": "RS256",
-                          "n": _uint_b64url(pub.n), "e": _uint_b64url(pub.e)}]}
+        keys = [self._keys()[0]] + self.retired
+        return {"keys": [{"use": "sig", "kty": "RSA", "kid": self.kid(k), "alg": "RS256",
+                          "n": _uint_b64url(k.public_key().public_numbers().n),
+                          "e": _uint_b64url(k.public_key().public_numbers().e)} for k in keys]}
 
     def allowed(self, ident):
         return self.who == "all" or "system:serviceaccounts" in ident.groups
@@ -3676,6 +3688,8 @@ class ControlHandler(BaseHTTPRequestHandler):
             return {"client_ca": q.get("path")}
         if m == "POST" and path == "/sa-token":
             return api.sa_issuer.mint(store, q)
+        if m == "POST" and path == "/sa-rotate":
+            return api.sa_issuer.rotate()
         if m == "POST" and path == "/issuer-discovery":
             if q.get("who") not in ("all", "serviceaccounts"):
                 raise bad_request("who must be all or serviceaccounts")

@@ -17,7 +17,9 @@ cached on this node; and even then it reads only the Secrets its pod mounts:
 - a client without Authorization (kubelet) is served as before;
 - when the cloud answers the hub's GET of the keys 403 (kube-apiserver's default RBAC), the hub
   logs one warning naming the binding to add, and offline every bearer token gets 401;
-- on the etcd store the keys are kept in etcd and serve after a restart offline.
+- on the etcd store the keys are kept in etcd and serve after a restart offline;
+- after the cluster rotates its key, the new key's first token seen online makes the hub fetch
+  the keys again (at most once a minute), so that token is checked offline.
 
 Each scenario runs against the sanitizer build and, when it is there, the release build. No
 token ever reaches the hub's log.
@@ -313,6 +315,43 @@ def etcd_store(t, double):
         double.restore()
 
 
+def stored_kids(hub):
+    try:
+        with open(os.path.join(hub.cache, "_openid_v1_jwks")) as f:
+            return [k["kid"] for k in json.load(f)["keys"]]
+    except (OSError, ValueError, KeyError):
+        return []
+
+
+def rotated_keys(t, double):
+    """The cluster rotates its signing key: the first token of the new key that passes by online
+    makes the hub fetch the keys again (at most once a minute after the last fetch), not at its
+    10-minute refresh; offline that token then reads what its pod mounts."""
+    hub = Hub(t.workdir, [double.url], name="rotate")
+    try:
+        fill_cache(hub)
+        wait_for(lambda: stored_kids(hub), 20, what="the keys cached")
+        kid = json.loads(double.control("POST", "/sa-rotate")[1])["kid"]
+        t.check("rotation: the hub does not know the new key yet", kid not in stored_kids(hub))
+        token = mint(double, "app-1")
+        s, body = req(hub, "/api/v1/namespaces/default/pods/app-1", "Bearer " + token)
+        t.check("rotation: online, the new key's token goes to the cloud (%d)" % s, s == 200)
+        try:
+            ok = wait_for(lambda: kid in stored_kids(hub), 100, step=0.5, what="the new key")
+        except TimeoutError:
+            ok = False
+        t.check("rotation: the hub fetched the new key within a minute and a chore", ok,
+                stored_kids(hub))
+        go_offline(double, hub)
+        s, body = req(hub, "/api/v1/namespaces/default/secrets/app-credentials",
+                      "Bearer " + token)
+        t.check("rotation: offline, the new key's token reads its pod's Secret (%d)" % s,
+                s == 200 and data_of("app-credentials") in body, body[:200])
+    finally:
+        hub.stop()
+        double.restore()
+
+
 def main():
     t = Suite("offline_tokens")
     double = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--node", "node2"])
@@ -328,6 +367,7 @@ def main():
         t.run(scenario, tag, binary, double)
         t.run(forbidden_keys, tag, binary, double)
     t.run(etcd_store, double)
+    t.run(rotated_keys, double)
     t.finish()
 
 
