@@ -3,8 +3,9 @@
  *
  * The parsed keys and the issuer are swapped whole under a rwlock, so that
  * a verification sees one pair; fetching and parsing happen outside it.
- * The documents are stored before they are used: what a connection checks
- * against is what a restart will load.
+ * Fetched documents are checked before anything is used or stored, so a
+ * bad answer never replaces good keys; they are used even when the store
+ * refuses them (a warning says that a restart offline would lack them).
  */
 #include "identity/sakeys.h"
 

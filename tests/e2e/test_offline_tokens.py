@@ -28,6 +28,7 @@ token ever reaches the hub's log.
 import base64
 import json
 import os
+import subprocess
 import sys
 import urllib.parse
 
@@ -238,6 +239,11 @@ def scenario(t, tag, binary, double):
         t.check("%s: no token reaches the log" % tag,
                 not any(tok.encode() in log for tok in tokens.values())
                 and not any(tok.split(".")[2].encode() in log for tok in tokens.values()))
+        hub.stop()
+        p = subprocess.run([binary, "cache", "verify", hub.cache], capture_output=True,
+                           timeout=60)
+        t.check("%s: yurthub cache verify takes the stored keys (exit %d)" % (tag, p.returncode),
+                p.returncode == 0, (p.stdout + p.stderr)[-500:])
     finally:
         hub.stop()
         double.restore()
