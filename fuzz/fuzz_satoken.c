@@ -55,8 +55,8 @@ static void jwk_member(struct buf *out, const char *name, const gnutls_datum_t *
 	size_t len = d->size - off, at = pad > len ? pad - len : 0;
 	FZ_CHECK(at + len <= sizeof v);
 	memcpy(v + at, d->data + off, len);
-	FZ_CHECK(buf_printf(out, ",\"%s\":\"", name) == 0 && base64url_encode(v, at + len, out) == 0 &&
-		 buf_append_char(out, '"') == 0);
+	FZ_CHECK(buf_printf(out, ",\"%s\":\"", name) == 0 &&
+		 base64url_encode(v, at + len, out) == 0 && buf_append_char(out, '"') == 0);
 }
 
 static void init(void)
@@ -144,7 +144,10 @@ static void check_accepted(const uint8_t *h, size_t hlen, const uint8_t *c, size
 	json_t *aud = json_object_get(cl, "aud"), *v;
 	bool has = same(json_string_value(aud), ISSUER);
 	size_t i;
-	json_array_foreach(aud, i, v) has = has || same(json_string_value(v), ISSUER);
+	json_array_foreach(aud, i, v)
+	{
+		has = has || same(json_string_value(v), ISSUER);
+	}
 	FZ_CHECK(has);
 	json_t *exp = json_object_get(cl, "exp"), *nbf = json_object_get(cl, "nbf"),
 	       *iat = json_object_get(cl, "iat");
@@ -157,8 +160,8 @@ static void check_accepted(const uint8_t *h, size_t hlen, const uint8_t *c, size
 	FZ_CHECK(same(t->service_account, str(json_object_get(k8s, "serviceaccount"), "name")));
 	FZ_CHECK(*t->namespace && *t->pod_name && *t->pod_uid && *t->service_account);
 	struct buf sub = BUF_INIT;
-	FZ_CHECK(buf_printf(&sub, "system:serviceaccount:%s:%s", t->namespace,
-			    t->service_account) == 0);
+	FZ_CHECK(
+	    buf_printf(&sub, "system:serviceaccount:%s:%s", t->namespace, t->service_account) == 0);
 	FZ_CHECK(same(str(cl, "sub"), sub.data));
 	buf_free(&sub);
 	json_decref(hd);
@@ -200,14 +203,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FZ_CHECK(own == NULL);
 		}
 		if (jws_peek_kid((const char *)f1, l1, &kid) == 0)
-			FZ_CHECK(kid.len > 0 && jwks_has_kid(keys, kid.data, kid.len) ==
-						    (!strcmp(kid.data, "rsa-1") ||
-						     !strcmp(kid.data, "ec-1")));
+			FZ_CHECK(kid.len > 0 &&
+				 jwks_has_kid(keys, kid.data, kid.len) ==
+				     (!strcmp(kid.data, "rsa-1") || !strcmp(kid.data, "ec-1")));
 	} else {
 		bool ec = mode & 2;
 		struct buf tok = BUF_INIT;
 		sign(&tok, f1, l1, f2, l2, ec);
-		enum satoken_result r = satoken_verify(keys, ISSUER, tok.data, tok.len, now, &t, &why);
+		enum satoken_result r =
+		    satoken_verify(keys, ISSUER, tok.data, tok.len, now, &t, &why);
 		if (r == SATOKEN_OK) {
 			FZ_CHECK(why == NULL && tok.len <= JWS_TOKEN_MAX);
 			check_accepted(f1, l1, f2, l2, ec, &t);

@@ -38,8 +38,11 @@ static bool audience_has(json_t *aud, const char *want)
 		return !strcmp(json_string_value(aud), want);
 	size_t i;
 	json_t *v;
-	json_array_foreach(aud, i, v) if (json_is_string(v) &&
-					  !strcmp(json_string_value(v), want)) return true;
+	json_array_foreach(aud, i, v)
+	{
+		if (json_is_string(v) && !strcmp(json_string_value(v), want))
+			return true;
+	}
 	return false;
 }
 

@@ -108,6 +108,11 @@ static const char *pod_refusal(struct proxy *p, json_t *pod, const struct sa_tok
 	return NULL;
 }
 
+static bool is(const char *n, const char *name)
+{
+	return n && !strcmp(n, name);
+}
+
 /* Does one container's env or envFrom name the Secret? */
 static bool container_uses(json_t *c, const char *name)
 {
@@ -115,15 +120,12 @@ static bool container_uses(json_t *c, const char *name)
 	json_t *v;
 	json_array_foreach(json_object_get(c, "env"), i, v)
 	{
-		json_t *ref = json_object_get(json_object_get(v, "valueFrom"), "secretKeyRef");
-		if (json_is_string(json_object_get(ref, "name")) &&
-		    !strcmp(json_string_value(json_object_get(ref, "name")), name))
+		if (is(str_at(json_object_get(v, "valueFrom"), "secretKeyRef", "name"), name))
 			return true;
 	}
 	json_array_foreach(json_object_get(c, "envFrom"), i, v)
 	{
-		const char *n = str_at(v, "secretRef", "name");
-		if (n && !strcmp(n, name))
+		if (is(str_at(v, "secretRef", "name"), name))
 			return true;
 	}
 	return false;
@@ -139,21 +141,23 @@ static bool pod_mounts(json_t *pod, const char *name)
 	json_t *v, *src;
 	json_array_foreach(json_object_get(spec, "volumes"), i, v)
 	{
-		const char *n = str_at(v, "secret", "secretName");
-		if (n && !strcmp(n, name))
+		if (is(str_at(v, "secret", "secretName"), name))
 			return true;
-		json_array_foreach(json_object_get(json_object_get(v, "projected"), "sources"), j,
-				   src)
+		json_t *sources = json_object_get(json_object_get(v, "projected"), "sources");
+		json_array_foreach(sources, j, src)
 		{
-			n = str_at(src, "secret", "name");
-			if (n && !strcmp(n, name))
+			if (is(str_at(src, "secret", "name"), name))
 				return true;
 		}
 	}
 	static const char *const lists[] = {"containers", "initContainers", "ephemeralContainers"};
-	for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++)
-		json_array_foreach(json_object_get(spec, lists[l]), i,
-				   v) if (container_uses(v, name)) return true;
+	for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+		json_array_foreach(json_object_get(spec, lists[l]), i, v)
+		{
+			if (container_uses(v, name))
+				return true;
+		}
+	}
 	return false;
 }
 
