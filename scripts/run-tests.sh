@@ -40,6 +40,7 @@ py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py
 py:tests/e2e/test_deletions.py
 py:tests/e2e/test_offline_api.py
+py:tests/e2e/test_offline_writes.py
 py:tests/e2e/test_memory.py
 py:tests/e2e/test_outage.py
 py:tests/e2e/test_filters.py
