@@ -432,6 +432,10 @@ enum offline_write_kind offline_authz_request(const struct offline_write *w,
 		refuse_credentials(w, why);
 		return OFFLINE_WRITE_DENIED;
 	}
+	if (!w->node || !*w->node) { /* no one's: "" would match the unscheduled pods */
+		refuse_authz(w, why, NULL);
+		return OFFLINE_WRITE_DENIED;
+	}
 	bool core = !*ri->api_group;
 	if (core && is(ri->resource, "pods") && is(ri->subresource, "status") &&
 	    ri->verb != VERB_CREATE)
@@ -538,10 +542,10 @@ static int same_object(const struct offline_write *w, json_t *o, json_t *n,
 	json_t *name = member(n, "metadata", "name"), *ns = member(n, "metadata", "namespace");
 	struct buf msg = BUF_INIT;
 	if (name && !is(json_string_value(name), ri->name)) {
-		buf_printf(&msg,
-			   "the name of the object (%s) does not match the name on the URL (%s)",
-			   json_is_string(name) ? json_string_value(name) : "?", ri->name);
-		refuse_with(why, 400, "BadRequest", NULL, &msg, 0);
+		int rc = buf_printf(
+		    &msg, "the name of the object (%s) does not match the name on the URL (%s)",
+		    json_is_string(name) ? json_string_value(name) : "?", ri->name);
+		refuse_with(why, 400, "BadRequest", NULL, &msg, rc);
 		return -1;
 	}
 	if (ns && !is(json_string_value(ns), ri->namespace)) {

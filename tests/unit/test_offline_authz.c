@@ -524,6 +524,22 @@ static void test_lease_and_event(void **state)
 	json_decref(n);
 }
 
+/* Without a node name nothing is the node's: "" would match the pods no
+ * scheduler has placed yet. */
+static void test_no_node(void **state)
+{
+	(void)state;
+	struct req r;
+	req_make(&r, "PATCH", "/api/v1/namespaces/default/pods/web/status", "{}", false,
+		 "application/merge-patch+json");
+	r.w.node = "";
+	struct offline_refusal why;
+	assert_int_equal(offline_authz_request(&r.w, &why), OFFLINE_WRITE_DENIED);
+	assert_int_equal(why.code, 403);
+	offline_refusal_free(&why);
+	req_free(&r);
+}
+
 /* offline_authz_update refuses a kind that is no update. */
 static void test_update_of_other_kind(void **state)
 {
@@ -551,6 +567,7 @@ int main(void)
 	    cmocka_unit_test(test_node_writes),
 	    cmocka_unit_test(test_lease_and_event),
 	    cmocka_unit_test(test_update_of_other_kind),
+	    cmocka_unit_test(test_no_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
