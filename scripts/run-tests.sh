@@ -34,6 +34,7 @@ py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
 py:tests/e2e/test_real_clients.py
 py:tests/e2e/test_tls.py
+py:tests/e2e/test_client_certs.py
 py:tests/e2e/test_dummy_if.py
 py:tests/e2e/test_identity.py
 py:tests/e2e/test_balance.py
