@@ -11,7 +11,9 @@ For the sanitizer build and the release build each, a hub with
 - the CA file is replaced by a new CA: without a restart, a certificate of
   the new CA is served and one of the old CA gets 401;
 - the file is then overwritten with something that does not parse: the
-  hub says so in its log and keeps the CA it had.
+  hub says so in its log and keeps the CA it had;
+- --pool-scope-resources naming Secrets: refused with a log line (the
+  leader port's side is in test_pool.py).
 """
 
 import http.client
@@ -113,10 +115,13 @@ def one_build(t, label, binary, d, certs, double):
     hub = Hub(t.workdir, ["http://127.0.0.1:%d" % double.port], name="hub-" + label,
               binary=binary,
               extra=["--proxy-secure-port=%d" % port, "--tls-cert-file=" + p("hub.crt"),
-                     "--tls-private-key-file=" + p("hub.key"), "--client-ca-file=" + ca_file])
+                     "--tls-private-key-file=" + p("hub.key"), "--client-ca-file=" + ca_file,
+                     "--pool-scope-resources=/v1/services,/v1/secrets"])
     t.cleanups.append(hub.stop)
     wait_for(lambda: log_has(hub, "secure port %d serving" % port), 15, what="the secure port")
     serving = p("serving-ca.crt")
+    t.check("%s: --pool-scope-resources naming Secrets is refused with a log line" % label,
+            log_has(hub, '"/v1/secrets" is refused as a pool-scope resource'), hub.tail(5))
 
     s = status(port, serving, certs["client"])
     t.check("%s: a clientAuth certificate of the client CA is served" % label, s == 200, s)

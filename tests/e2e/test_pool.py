@@ -13,6 +13,12 @@ follow it.
   and get what the cloud has (after their filters), while the double sees
   no request at all from the followers' multiplexers: their pool-scope
   traffic reaches the cloud only through the leader;
+- the leader port serves the pool's nodes only (issue 23): a node
+  certificate usable only as a TLS server gets 401, a node that is not in
+  the NodePool's status.nodes gets 403 for everything (no Secret, no pod, no
+  pool-scope list), a member still lists and watches; a configmap naming
+  Secrets as pool-scope is refused with a log line, and Secrets are never
+  served on the leader port;
 - the leader is killed: the followers' watchers still get the cloud's
   changes (their multiplexers fall back to the cloud); the leader comes
   back: their multiplexers return to it.
@@ -21,6 +27,7 @@ follow it.
 import json
 import os
 import signal
+import socket
 import ssl
 import http.client
 import sys
@@ -30,6 +37,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
 from test_multiplexer import SERVICES, SLICES, names, service, slice_for  # noqa: E402
 from watch_stream import open_watch, read_events  # noqa: E402
+from test_client_certs import make_client  # noqa: E402
 
 TOKEN = "abcdef.0123456789abcdef"
 POOL = "pool1"
@@ -40,12 +48,15 @@ KUBE_PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
 COREDNS = "coredns/1.11.3 (linux/amd64) kubernetes/abcdef"
 
 
-def leader_configmap(leaders):
+SCOPE = "/v1/services,discovery.k8s.io/v1/endpointslices"
+
+
+def leader_configmap(leaders, scope=SCOPE):
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "leader-hub-" + POOL, "namespace": "kube-system",
                          "labels": {"openyurt.io/configmap-name": "leader-hub-" + POOL}},
             "data": {"leaders": leaders, "enable-leader-election": "true",
-                     "pool-scoped-metadata": "/v1/services,discovery.k8s.io/v1/endpointslices",
+                     "pool-scoped-metadata": scope,
                      "interconnectivity": "true"}}
 
 
@@ -60,7 +71,13 @@ def seed(double):
     for o in [kubernetes, service("web", labels={"app": "web"}), slice_for("web"),
               service("lb-discard", svc_type="LoadBalancer",
                       annotations={"svc.openyurt.io/discard": "true"}),
-              leader_configmap("%s/%s" % (LEADER, NODES[LEADER]))]:
+              leader_configmap("%s/%s" % (LEADER, NODES[LEADER])),
+              {"apiVersion": "apps.openyurt.io/v1beta2", "kind": "NodePool",
+               "metadata": {"name": POOL}, "spec": {"type": "Edge"},
+               "status": {"nodes": sorted(NODES)}},
+              {"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "db-password", "namespace": "default"},
+               "data": {"password": "c2VjcmV0"}}]:
         double.put_object(o)
 
 
@@ -99,6 +116,24 @@ class Pool:
 def log_has(hub, text):
     with open(hub.logpath, "rb") as f:
         return text in f.read().decode(errors="replace")
+
+
+def mux_watch(pool, path, cert):
+    """A watch on the leader port: (socket, response head, body so far)."""
+    ctx = ssl.create_default_context(cafile=pool.ca_file)
+    ctx.load_cert_chain(*cert) if isinstance(cert, tuple) else ctx.load_cert_chain(cert)
+    sock = ctx.wrap_socket(socket.create_connection((NODES[LEADER], pool.mux_port), timeout=20),
+                           server_hostname=NODES[LEADER])
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nUser-Agent: multiplexer-proxy-node3\r\n"
+                  "Accept: application/json\r\n\r\n" % path).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        b = sock.recv(65536)
+        if not b:
+            break
+        data += b
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return sock, head, rest
 
 
 def mux_request(pool, path, cert=None):
@@ -152,6 +187,55 @@ def test_mux_port_auth(t, pool):
     st, _ = mux_request(pool, "/api/v1/namespaces/default/services/web",
                         cert=pool.node_pem("node3"))
     t.check("a get, not a list or watch: 403", st == 403, st)
+
+
+def test_leader_port_pool(t, pool):
+    """Issue 23: who may use the leader port, and what it serves."""
+    d = pool.pki
+    server_only = make_client(d, "ca", "node2-server-only", "system:node:node2", "serverAuth")
+    st, body = mux_request(pool, SERVICES, cert=server_only)
+    t.check("a node certificate of the cluster CA with serverAuth only: 401", st == 401,
+            (st, body[:200]))
+    stranger = make_client(d, "ca", "node9", "system:node:node9", "clientAuth")
+    st, body = mux_request(pool, SERVICES, cert=stranger)
+    t.check("system:node:node9, not in the NodePool: 403 for a pool-scope list",
+            st == 403 and b"not a member of NodePool" in body, (st, body[:300]))
+    for path in ("/api/v1/secrets", "/api/v1/namespaces/default/secrets/db-password",
+                 "/api/v1/pods", SERVICES + "?watch=true&timeoutSeconds=1"):
+        st, body = mux_request(pool, path, cert=stranger)
+        t.check("node9 gets 403 for %s, and nothing of it" % path,
+                st == 403 and b"db-password" not in body and b"podIP" not in body,
+                (st, body[:200]))
+    member = pool.node_pem("node3")
+    st, body = mux_request(pool, SERVICES, cert=member)
+    lst = json.loads(body) if st == 200 else {}
+    t.check("a member (node3) lists services on the leader port",
+            st == 200 and "default/web" in names(lst), (st, body[:200]))
+    rv = lst.get("metadata", {}).get("resourceVersion", "")
+    sock, head, rest = mux_watch(pool, SERVICES + "?watch=true&resourceVersion=" + rv, member)
+    t.check("a member watches services on the leader port", head.startswith(b"HTTP/1.1 200"),
+            head[:100])
+    pool.double.put_object(service("seen-by-member"))
+    evs, _ = read_events(sock, rest, lambda e: changed(e, "seen-by-member"), 30)
+    sock.close()
+    t.check("... and gets the cloud's change", changed(evs, "seen-by-member"), evs[-3:])
+
+    # Secrets named as pool-scope by the configmap: refused, with a log line
+    leader = pool.hubs[LEADER]
+    line = '"/v1/secrets" is refused as a pool-scope resource'
+    pool.double.put_object(leader_configmap("%s/%s" % (LEADER, NODES[LEADER]),
+                                            SCOPE + ",/v1/secrets"))
+    try:
+        logged = wait_for(lambda: log_has(leader, line), 30, step=0.2, what="the refusal")
+    except TimeoutError:
+        logged = False
+    t.check("a configmap naming Secrets as pool-scope is refused with a log line", logged)
+    st, body = mux_request(pool, "/api/v1/secrets", cert=pool.node_pem("node2"))
+    t.check("... and a member gets 403 for Secrets on the leader port",
+            st == 403 and b"db-password" not in body, (st, body[:200]))
+    st, body = mux_request(pool, SERVICES, cert=pool.node_pem("node2"))
+    t.check("... while the rest of the list is still served", st == 200, st)
+    pool.double.put_object(leader_configmap("%s/%s" % (LEADER, NODES[LEADER])))
 
 
 def open_watchers(t, pool):
@@ -263,6 +347,7 @@ def main():
     t.run(test_mux_port_auth, pool)
     watchers = []
     t.run(test_followers_through_leader, pool, watchers)
+    t.run(test_leader_port_pool, pool)
     t.run(test_leader_killed_and_back, pool, watchers)
     sys.exit(t.finish())
 
