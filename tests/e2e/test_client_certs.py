@@ -13,16 +13,23 @@ For the sanitizer build and the release build each, a hub with
 - the file is then overwritten with something that does not parse: the
   hub says so in its log and keeps the CA it had;
 - --pool-scope-resources naming Secrets: refused with a log line (the
-  leader port's side is in test_pool.py).
+  leader port's side is in test_pool.py);
+- token bootstrap: the hub's client CA is the cluster CA that discovery
+  found; cluster-info then names a new CA bundle and a new discovery runs
+  (POST /v1/token): a client of the new CA is served, without a restart.
 """
 
+import base64
+import hashlib
+import hmac
 import http.client
+import json
 import os
 import ssl
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BUILD, ROOT, Double, Hub, Suite, free_port, wait_for  # noqa: E402
+from harness import BUILD, ROOT, Double, Hub, Suite, free_port, request, wait_for  # noqa: E402
 from test_tls import make_ca, openssl  # noqa: E402
 
 BUILDS = [("sanitizer", os.path.join(BUILD, "src", "yurthub")),
@@ -166,6 +173,75 @@ def one_build(t, label, binary, d, certs, double):
             (hub.proc.returncode, log[-2000:]))
 
 
+TOKEN_ID, TOKEN_SECRET = "abcdef", "0123456789abcdef"
+TOKEN = TOKEN_ID + "." + TOKEN_SECRET
+
+
+def b64url(b):
+    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+
+
+def cluster_info(server, ca_pem):
+    """kube-public/cluster-info naming ca_pem, signed for TOKEN as the
+    bootstrap signer signs it (a detached HS256 JWS)."""
+    kc = ("apiVersion: v1\nclusters:\n- cluster:\n    certificate-authority-data: "
+          + base64.b64encode(ca_pem).decode() + "\n    server: " + server
+          + '\n  name: ""\ncontexts: null\ncurrent-context: ""\nkind: Config\n'
+          "preferences: {}\nusers: null\n")
+    header = b64url(b'{"alg":"HS256","kid":"' + TOKEN_ID.encode() + b'"}')
+    sig = hmac.new(TOKEN_SECRET.encode(), (header + "." + b64url(kc.encode())).encode(),
+                   hashlib.sha256).digest()
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cluster-info", "namespace": "kube-public"},
+            "data": {"kubeconfig": kc,
+                     "jws-kubeconfig-" + TOKEN_ID: header + ".." + b64url(sig)}}
+
+
+def discovered_ca(t, label, binary, d):
+    """Token bootstrap: the client CA is the discovered cluster CA, and a CA
+    discovered again replaces it for new connections."""
+    cluster = os.path.join(t.workdir, "cluster-pki-" + label)
+    double = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--pki-dir", cluster,
+                                "--bootstrap-token", TOKEN, "--csr-auto-approve"])
+    t.cleanups.append(double.stop)
+    url = "https://127.0.0.1:%d" % double.port
+    port = free_port()
+    root = os.path.join(t.workdir, "root-" + label)
+    hub = Hub(t.workdir, [url], name="boot-" + label, binary=binary, ready_timeout=60,
+              extra=["--root-dir=" + root, "--join-token=" + TOKEN,
+                     "--discovery-token-unsafe-skip-ca-verification",
+                     "--proxy-secure-port=%d" % port, "--node-ip=127.0.0.1",
+                     "--enable-dummy-if=false"])
+    t.cleanups.append(hub.stop)
+    wait_for(lambda: log_has(hub, "secure port %d serving" % port), 60, step=0.2,
+             what="the secure port")
+    cluster_ca = os.path.join(cluster, "ca.crt")
+    make_ca(cluster, "next-ca")
+    of_cluster = make_client(cluster, "ca", "kubelet-" + label, "kubelet", "clientAuth")
+    of_next = make_client(cluster, "next-ca", "next-" + label, "kubelet", "clientAuth")
+    s = status(port, cluster_ca, of_cluster)
+    t.check("%s: token bootstrap: a client of the discovered cluster CA is served" % label,
+            s == 200, s)
+    s = status(port, cluster_ca, of_next)
+    t.check("%s: ... one of another CA gets 401" % label, s in (401, "tls"), s)
+
+    # the cluster's CA bundle grows (a CA rotation begins); discovery runs again
+    bundle = read(cluster_ca) + read(os.path.join(cluster, "next-ca.crt"))
+    double.put_object(cluster_info(url, bundle))
+    st, _, body = request("127.0.0.1", hub.serve_port, "POST", "/v1/token",
+                          body=json.dumps({"jointoken": TOKEN}).encode(),
+                          headers={"Content-Type": "application/json"})
+    t.check("%s: a new discovery (POST /v1/token) succeeds" % label, st == 200, (st, body))
+    s = status(port, cluster_ca, of_next)
+    t.check("%s: after the discovered CA changed, a client of the new CA is served "
+            "(no restart)" % label, s == 200, s)
+    s = status(port, cluster_ca, of_cluster)
+    t.check("%s: ... and one of the first CA, still in the bundle, too" % label, s == 200, s)
+    t.check("%s: ... the hub did not restart" % label, hub.proc.poll() is None)
+    hub.stop()
+    double.stop()
+
+
 def main():
     t = Suite("client_certs")
     d, certs = pki(t)
@@ -176,6 +252,7 @@ def main():
             print("NOTE: %s build absent (%s): its half is skipped" % (label, binary))
             continue
         t.run(one_build, label, binary, d, certs, double)
+        t.run(discovered_ca, label, binary, d)
     t.finish()
 
 
