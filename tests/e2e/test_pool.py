@@ -21,7 +21,9 @@ follow it.
   served on the leader port;
 - the leader is killed: the followers' watchers still get the cloud's
   changes (their multiplexers fall back to the cloud); the leader comes
-  back: their multiplexers return to it.
+  back: their multiplexers return to it;
+- last, a leader that cannot list the NodePools answers 503 with
+  Retry-After to every node, members included.
 """
 
 import json
@@ -136,7 +138,7 @@ def mux_watch(pool, path, cert):
     return sock, head, rest
 
 
-def mux_request(pool, path, cert=None):
+def mux_request(pool, path, cert=None, with_headers=False):
     ctx = ssl.create_default_context(cafile=pool.ca_file)
     if cert:
         ctx.load_cert_chain(*cert) if isinstance(cert, tuple) else ctx.load_cert_chain(cert)
@@ -145,8 +147,9 @@ def mux_request(pool, path, cert=None):
                                     "Accept": "application/json"})
     r = c.getresponse()
     body = r.read()
+    hdrs = {k.lower(): v for k, v in r.getheaders()}
     c.close()
-    return r.status, body
+    return (r.status, hdrs, body) if with_headers else (r.status, body)
 
 
 def hub_list(hub, path, ua):
@@ -335,6 +338,45 @@ def test_leader_killed_and_back(t, pool, watchers):
         w[3].close()
 
 
+class UnreadyHub(Hub):
+    """A hub taken as started once its multiplexer port serves: its
+    /v1/readyz waits for lists this test keeps failing."""
+
+    def __init__(self, port_line, *args, **kwargs):
+        self.port_line = port_line
+        super().__init__(*args, **kwargs)
+
+    def ready(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError("hub exited with %s" % self.proc.returncode)
+        return log_has(self, self.port_line)
+
+
+def test_members_unknown(t, pool):
+    """A leader that has not listed the NodePools does not know its pool's
+    members: it serves nobody, and says when to try again."""
+    pool.hubs[LEADER].stop()
+    pool.double.control("POST", "/fail?code=500&count=1000000&path=/apis/apps.openyurt.io/"
+                        "v1beta2/nodepools")
+    name = "hub-%s-unsynced" % LEADER
+    h = UnreadyHub("multiplexer port %s:%d serving" % (NODES[LEADER], pool.mux_port),
+                   pool.t.workdir, [pool.url], name=name, node=LEADER, ready_timeout=60,
+                   extra=["--root-dir=" + os.path.join(pool.t.workdir, "root-" + LEADER),
+                          "--join-token=" + TOKEN,
+                          "--discovery-token-unsafe-skip-ca-verification",
+                          "--node-ip=" + NODES[LEADER], "--nodepool-name=" + POOL,
+                          "--multiplexer-port=%d" % pool.mux_port, "--enable-dummy-if=false"])
+    t.cleanups.append(h.stop)
+    for node in ("node2", "node9"):
+        cert = pool.node_pem(node) if node == "node2" else \
+            (os.path.join(pool.pki, "node9.crt"), os.path.join(pool.pki, "node9.key"))
+        st, hdrs, body = mux_request(pool, SERVICES, cert=cert, with_headers=True)
+        t.check("NodePools not listed: %s gets 503 with Retry-After on the leader port" % node,
+                st == 503 and hdrs.get("retry-after") and b"default/web" not in body
+                and b"members are not known" in body, (st, hdrs, body[:200]))
+    h.stop()
+
+
 def log_text_count(hub, text):
     with open(hub.logpath, "rb") as f:
         return f.read().decode(errors="replace").count(text)
@@ -349,6 +391,7 @@ def main():
     t.run(test_followers_through_leader, pool, watchers)
     t.run(test_leader_port_pool, pool)
     t.run(test_leader_killed_and_back, pool, watchers)
+    t.run(test_members_unknown, pool)  # last: it leaves the NodePools failing
     sys.exit(t.finish())
 
 
