@@ -20,7 +20,7 @@ tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_json_scan tests/test_stream tests/test_cache tests/test_local_changes tests/test_requestinfo
 tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_podendpoints tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json tests/test_offline_authz
 tests/test_filter tests/test_rewrite tests/test_informer tests/test_dummy tests/test_sharedcache tests/test_leaderhub
-tests/test_x509 tests/test_jws tests/test_certstore tests/test_certmgr tests/test_csrclient tests/test_hubfiles
+tests/test_x509 tests/test_client_ca tests/test_jws tests/test_certstore tests/test_certmgr tests/test_csrclient tests/test_hubfiles
 tests/contract_disk
 tests/crash_test
 tests/fault/test_order_check tests/fault/test_write_order tests/fault/test_disk_faults_inject
@@ -34,6 +34,7 @@ py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
 py:tests/e2e/test_real_clients.py
 py:tests/e2e/test_tls.py
+py:tests/e2e/test_client_certs.py
 py:tests/e2e/test_dummy_if.py
 py:tests/e2e/test_identity.py
 py:tests/e2e/test_balance.py

@@ -27,6 +27,7 @@
 
 #include "config.h"
 #include "util/buf.h"
+#include "util/fsutil.h"
 
 struct backend {
 	char *url;   /* "https://host:port", no trailing slash */
@@ -35,17 +36,6 @@ struct backend {
 	atomic_int healthy;
 	/* health state, owned by the health checker */
 	int successes, failures;
-};
-
-/* What stat(2) says of a file, through any symlink: enough to notice that
- * kubelet re-pointed kubelet-client-current.pem at a new file (new inode)
- * or that someone rewrote a file in place (mtime, size). */
-struct file_stamp {
-	bool ok; /* stat succeeded */
-	dev_t dev;
-	ino_t ino;
-	struct timespec mtime;
-	off_t size;
 };
 
 struct upstream {
