@@ -453,9 +453,11 @@ static int start(struct hub *h)
 	if (start_store(h) < 0)
 		return -1;
 	atomic_store(&h->ready, true);
+	/* before it starts: a CA or certificate that comes meanwhile must wake
+	 * its first probe (health.c, wait_first_identity) */
+	hub_identity_health(&h->identity, h->health);
 	if (health_start(h->health) < 0)
 		return -1;
-	hub_identity_health(&h->identity, h->health);
 	struct proxy *p = &h->proxy;
 	p->up = &h->upstream;
 	p->health = h->health;

@@ -247,6 +247,10 @@ int hub_identity_start(struct hub_identity *hi, const struct config *cfg, struct
 void hub_identity_health(struct hub_identity *hi, struct health *h)
 {
 	atomic_store(&hi->health, h); /* its first probes see what is on disk already */
+	/* with nothing on disk (an expired certificate is something: the hub
+	 * starts offline at once), what a first probe could say is moot */
+	if (!identity_has_had_client_cert(hi->id))
+		health_await_identity(h);
 }
 
 void hub_identity_listening(struct hub_identity *hi, struct server *s)

@@ -44,7 +44,9 @@ struct hub_identity {
 /* Before the server starts.  0, or -1 with the reason logged. */
 int hub_identity_start(struct hub_identity *hi, const struct config *cfg, struct upstream *up,
 		       const char *proxy_url);
-/* The health checker runs: it probes again when the identity changes. */
+/* The health checker, before it starts: it probes again when the identity
+ * changes, and a hub bootstrapping from nothing holds its first probe for
+ * the CA and the certificate. */
 void hub_identity_health(struct hub_identity *hi, struct health *h);
 /* The server listens: the secure port may start as soon as it can. */
 void hub_identity_listening(struct hub_identity *hi, struct server *s);
