@@ -505,7 +505,9 @@ static void stop(struct hub *h)
 	proxy_stop(&h->proxy);
 	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
 	server_quiesce(h->server);
-	proxy_end_upgrades(&h->proxy);	/* before libmicrohttpd stops */
+	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
+	/* its certificate threads still run, and may start the secure port */
+	hub_identity_unlisten(&h->identity);
 	server_stop(h->server);		/* joins every connection thread */
 	netif_keeper_stop(h->netif);	/* once nothing listens on it */
 	cluster_free(h->cluster);	/* its informers' requests ended with the server */
