@@ -338,10 +338,10 @@ static void wait_first_identity(struct health *h)
 			   upstream_identity_pending(h->u)) {
 			h->first_done = true;
 			pthread_cond_broadcast(&h->first);
-			log_info(
-			    "upstream: no client certificate after %d s: requests are answered "
-			    "from the cache until the hub has one",
-			    FIRST_IDENTITY_WAIT_S);
+			log_msg('I', 0,
+				"upstream: no client certificate after %d s: requests are answered "
+				"from the cache until the hub has one",
+				FIRST_IDENTITY_WAIT_S);
 		}
 	}
 	h->probe_now = false; /* the first round is the fresh one it asks for */

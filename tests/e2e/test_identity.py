@@ -193,6 +193,14 @@ def wrong_pin(t, cl):
             st is not None and st[0] == 503 and b"bootstrapping" in st[2], st)
     t.check("... and the hub keeps running (it serves its cache meanwhile)",
             h.proc.poll() is None)
+    t0 = time.time()
+    st = get("127.0.0.1", h.proxy_port, NODE_PATH, headers={"User-Agent": KUBELET},
+             timeout=60)[0]
+    t.check("... kubelet's request waits for the first probe at most 10 s, then gets the "
+            "cache's answer (404: nothing cached) after %.1f s" % (time.time() - t0),
+            st == 404, st)
+    t.check("... and the log says that the certificate is late",
+            "no client certificate after 10 s" in h.log_text(), h.log_text()[-1500:])
     h.stop()
 
 
