@@ -60,6 +60,7 @@ py:tests/e2e/test_logs.py
 py:tests/e2e/test_flapping.py
 py:tests/e2e/test_request_path.py
 py:tests/e2e/test_upgrade.py
+py:tests/e2e/test_bad_headers.py
 "
 
 total_pass=0

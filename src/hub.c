@@ -454,9 +454,11 @@ static int start(struct hub *h)
 	if (start_store(h) < 0)
 		return -1;
 	atomic_store(&h->ready, true);
+	/* before it starts: a CA or certificate that comes meanwhile must wake
+	 * its first probe (health.c, wait_first_identity) */
+	hub_identity_health(&h->identity, h->health);
 	if (health_start(h->health) < 0)
 		return -1;
-	hub_identity_health(&h->identity, h->health);
 	struct proxy *p = &h->proxy;
 	p->up = &h->upstream;
 	p->health = h->health;
@@ -505,7 +507,9 @@ static void stop(struct hub *h)
 	proxy_stop(&h->proxy);
 	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
 	server_quiesce(h->server);
-	proxy_end_upgrades(&h->proxy);	/* before libmicrohttpd stops */
+	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
+	/* its certificate threads still run, and may start the secure port */
+	hub_identity_unlisten(&h->identity);
 	server_stop(h->server);		/* joins every connection thread */
 	netif_keeper_stop(h->netif);	/* once nothing listens on it */
 	cluster_free(h->cluster);	/* its informers' requests ended with the server */

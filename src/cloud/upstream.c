@@ -462,8 +462,16 @@ int upstream_set_ca(struct upstream *u, const char *pem, size_t len)
 	pthread_mutex_lock(&u->cert_lock);
 	buf_free(&u->ca_pem);
 	u->ca_pem = ca;
+	/* under the lock that configure() reads ca_pem with: a handle with the
+	 * new CA never goes with the old generation */
+	atomic_fetch_add(&u->ca_generation, 1);
 	pthread_mutex_unlock(&u->cert_lock);
 	return 0;
+}
+
+unsigned upstream_ca_generation(struct upstream *u)
+{
+	return atomic_load(&u->ca_generation);
 }
 
 int upstream_set_client_pair(struct upstream *u, const char *pem, size_t len)

@@ -66,6 +66,9 @@ struct upstream {
 	 * the cloud counts as unreachable, and the cache answers. */
 	atomic_bool needs_client_cert;
 	atomic_llong cert_not_after; /* of cert_pem, seconds since the epoch; 0 none */
+	/* bumped when ca_pem changes: an answer over a handle set up before
+	 * was judged with the old trust (cloud/health.c) */
+	atomic_uint ca_generation;
 
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
@@ -108,6 +111,9 @@ int upstream_recheck_client_cert(struct upstream *u);
 void upstream_prepare_easy(struct upstream *u, CURL *h, bool with_client_cert);
 /* Trust pem (the cluster CA found by bootstrap) from now on.  0 or -1. */
 int upstream_set_ca(struct upstream *u, const char *pem, size_t len);
+/* Changes whenever the trusted CA does; a handle set up before a change
+ * still trusts the old one. */
+unsigned upstream_ca_generation(struct upstream *u);
 /* Speak with this certificate and key (one PEM, certificate(s) then key)
  * from now on; the files it was read from are the caller's to follow.
  * 0 or -1 (ENOMEM, the current pair kept). */

@@ -184,6 +184,10 @@ static bool bearer(const struct request *req)
  * 1 when nothing is, else the answer's result. */
 static int refuse_early(struct daemon_ctx *dc, struct request *req)
 {
+	/* before the client is judged, as the API server parses before it
+	 * authenticates; on every port, so that no path passes one on */
+	if (req->header_err)
+		return reply_status(req, 400, NULL, req->header_err, NULL);
 	if (dc->kind == PORT_HUB)
 		return 1;
 	if (dc->kind == PORT_PEER) {

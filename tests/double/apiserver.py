@@ -37,7 +37,7 @@ import time
 import traceback
 import uuid
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -45,6 +45,7 @@ SERVER_VERSION = "v1.32.4"
 GZIP_THRESHOLD = 128 * 1024      # kube-apiserver's defaultGzipThresholdBytes
 TOO_LARGE_RV_WAIT = 3.0          # how long a list for a future resourceVersion waits
 PEER_CHECK_INTERVAL = 1.0        # how often a quiet watch checks that its client is still there
+HEADS_KEPT = 1000                # request heads kept, as received, for GET /heads
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
@@ -1405,6 +1406,7 @@ class Gate:
         self.bytes_lock = threading.Lock()   # not cond: writes happen with or without it
         self.watches = 0
         self.faults = []              # [code, count, path_prefix]
+        self.heads = deque(maxlen=HEADS_KEPT)  # (path, request line and headers as received)
 
     def hold(self):
         """Block while black-holed; True if the request may be answered."""
@@ -1445,6 +1447,14 @@ class Gate:
             self.by_ua[(ua or "").split("/")[0]] += 1
             self.by_path[path] += 1
 
+    def record_head(self, path, head):
+        with self.cond:
+            self.heads.append((path, head))
+
+    def heads_under(self, prefix):
+        with self.cond:
+            return [h for p, h in self.heads if p.startswith(prefix)]
+
     def count_bytes(self, ua, n):
         with self.bytes_lock:
             self.bytes_by_ua[(ua or "").split("/")[0]] += n
@@ -1466,7 +1476,7 @@ class Gate:
             self.requests = 0
             for c in (self.by_ua, self.by_path, self.by_verb, self.by_verb_path, self.by_client_cn,
                       self.by_bearer_user, self.bearer_no_cert, self.unauthorized,
-                      self.forbidden):
+                      self.forbidden, self.heads):
                 c.clear()
         with self.bytes_lock:
             self.bytes_by_ua.clear()
@@ -2700,6 +2710,23 @@ def ws_read_message(rfile):
             return op, data
 
 
+class RecordingReader:
+    """An API connection's rfile while the request's headers are read: keeps every byte
+    of them as it came, before the header parser (which splits lines its own way) sees
+    them."""
+
+    def __init__(self, raw):
+        self.raw, self.data = raw, bytearray()
+
+    def readline(self, *args):
+        line = self.raw.readline(*args)
+        self.data += line
+        return line
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
 class CountingWriter:
     """An API connection's wfile that counts the bytes written to the socket by the
     User-Agent of the request being answered: status line, headers and body, streamed watch
@@ -2749,6 +2776,19 @@ class ApiHandler(BaseHTTPRequestHandler):
             super().finish()
         except CONN_ERRORS:
             pass
+
+    def parse_request(self):
+        # every head is recorded as it came, before anything (a parse error, a
+        # black hole, an injected fault) can stop the request: a test can tell
+        # exactly which bytes reached the cloud
+        rec = self.rfile = RecordingReader(self.rfile)
+        try:
+            return super().parse_request()
+        finally:
+            self.rfile = rec.raw
+            words = self.raw_requestline.split()
+            path = urlsplit(words[1].decode("latin-1")).path if len(words) > 1 else ""
+            self.server.gate.record_head(path, bytes(self.raw_requestline + rec.data))
 
     def send_response(self, code, message=None):
         self.log_request(code)
@@ -3614,6 +3654,9 @@ class ControlHandler(BaseHTTPRequestHandler):
                 return e.obj
             items, rv, _, _ = store.list(rt, Matcher(rt, q.get("namespace"), None, "", ""))
             return {"items": [json.loads(i) for i in items], "rv": rv}
+        if m == "GET" and path == "/heads":
+            # latin-1 keeps every byte, so control characters come back as JSON escapes
+            return {"heads": [h.decode("latin-1") for h in gate.heads_under(q.get("path", ""))]}
         if m == "POST" and path == "/hostile":
             return api.hostile.arm(q)
         if m == "DELETE" and path == "/hostile":
