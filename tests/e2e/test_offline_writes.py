@@ -96,6 +96,13 @@ def cut(double, hubs):
     wait_for(lambda: all(offline(h) for h in hubs), 15, what="offline")
 
 
+def cached(hub, resource_dir, obj):
+    """Whether kubelet's copy of obj is in the disk store."""
+    m = obj.get("metadata", {})
+    return os.path.exists(os.path.join(hub.cache, "kubelet", resource_dir,
+                                       m.get("namespace", ""), m.get("name", "?")))
+
+
 def web_pod(pods, node):
     return [p for p in pods if p["metadata"]["name"].startswith("web-") and
             p["spec"]["nodeName"] == node][0]
@@ -119,6 +126,12 @@ def test_writes(t, double, hub, tag):
         t.check(tag + "online: kubelet reads " + path, s == 200, body[:200])
     _, secret, _ = call(hub, "GET", SECRET)
     _, lease, _ = call(hub, "GET", LEASES + NODE)
+    # caching is off the client's path: cut only once every copy is on disk
+    wanted = [("pods.v1.core", mine), ("pods.v1.core", theirs),
+              ("secrets.v1.core", secret), ("leases.v1.coordination.k8s.io", lease)]
+    t.check(tag + "what kubelet read is cached",
+            wait_for(lambda: all(cached(hub, d, o) for d, o in wanted), 20,
+                     what="the copies on disk"))
     cut(double, [hub])
     sock, head, rest = open_watch(hub, PODS + "&watch=1&resourceVersion=" + list_rv, KUBELET)
     t.check(tag + "offline: kubelet's watch opens", b" 200 " in head.split(b"\r\n")[0], head)
