@@ -50,6 +50,7 @@ py:tests/e2e/test_follow_node.py
 py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
 py:tests/e2e/test_hostile_upstream.py
+py:tests/e2e/test_memory_bounds.py
 py:tests/e2e/test_hostile_client.py
 py:tests/e2e/test_disk_faults.py
 py:tests/e2e/test_security.py
