@@ -1831,19 +1831,30 @@ class HostileAnswer:
     def mode_gzip_items(self):
         """Content-Encoding: gzip, a list of copies= (default 4,000,000) copies of one
         object, all of one name: a few MB that inflate to hundreds.  Streamed, member by
-        member (ITEMS_MEMBER copies each), never held whole."""
+        member (ITEMS_MEMBER copies each), never held whole.  distinct=1: each copy named
+        <name>-<i>, a list as big as a real one can be."""
         copies = max(1, int(self.p.get("copies", 4000000)))
-        obj = self.obj(self.p.get("name", "dup"), self.ns or "default",
+        distinct = _truthy(self.p.get("distinct"))
+        name = self.p.get("name", "dup")
+        obj = self.obj(name + ("-@@" if distinct else ""), self.ns or "default",
                        {"data": {"hostile": "items"}})
+
+        def member(first, n):
+            if not distinct:
+                return items_member(obj, n)
+            z = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            return z.compress(b"".join(b"," + obj.replace(b"@@", b"%d" % i)
+                                       for i in range(first, first + n))) + z.flush()
+
         self.head(extra=[("Content-Encoding", "gzip")])
-        self.body(gzip.compress(self.list_of([obj])[:-3]), chunked=True)
-        left = copies - 1
-        while left > 0:
-            n = min(left, ITEMS_MEMBER)
-            member = items_member(obj, n)
-            for i in range(0, len(member), 1 << 16):
-                self.body(member[i:i + (1 << 16)], chunked=True)
-            left -= n
+        self.body(gzip.compress(self.list_of([obj.replace(b"@@", b"0")])[:-3]), chunked=True)
+        done = 1
+        while done < copies:
+            n = min(copies - done, ITEMS_MEMBER)
+            data = member(done, n)
+            for i in range(0, len(data), 1 << 16):
+                self.body(data[i:i + (1 << 16)], chunked=True)
+            done += n
         self.body(gzip.compress(b"]}\n"), chunked=True)
         self.end_chunks()
 

@@ -9,10 +9,11 @@ filter it, and must do so at the client's pace:
   within a bound, the client gets the whole list, byte for byte, and the cache refuses
   the list (a log line, yurthub_cache_lists_refused_total) - one object listed
   millions of times is not a list the API server sends;
-- ten clients reading slowly: the peak stays within a bound; then SIGTERM, in the
-  middle of their answers (and of the cache worker's decoding): the hub exits within
-  a few seconds, and every client sees its answer break off (an error, never a
-  clean end).
+- ten clients reading slowly: the peak stays within a bound; then a list within the
+  cache's bounds but big (200,000 pods) for the cache worker to store; then SIGTERM,
+  in the middle of the ten answers and of the worker's writing: the hub exits within
+  a few seconds (the big list is dropped, not stored on), and every client sees its
+  answer break off (an error, never a clean end).
 
 Before, 64 KiB of gzip at a time were inflated whole into the client's pending bytes
 (16 MB each here): one slow client took the hub 37 MB up, ten took it 270 MB up, and
@@ -46,6 +47,8 @@ ONE_COPIES = 1000000
 # ten clients never read all of it: 4,000,000 copies, 520 MB (2 MB of gzip)
 TEN_COPIES = 4000000
 SLOW_BYTES = 4 << 20  # each client's slow part: 16 KiB every 10 ms
+# a list within the cache's bounds (LIST_ITEMS_MAX 300,000): 200,000 pods, 28 MB
+BIG_COPIES = 200000
 # Peak above the hub's size before the clients came (MB).  Each answer may hold
 # LIMIT_PENDING (64 KiB) of filtered bytes, one inflated step (64 KiB), the gzip curl
 # read and the filter holds back (64 KiB each), zlib's window and the decoder's item:
@@ -69,9 +72,9 @@ def reset_peak(pid):
         f.write("5")
 
 
-def arm(double, copies):
-    s, body = double.control("POST", "/hostile?path=%s&mode=gzip-items&count=1&copies=%d"
-                             % (PODS, copies))
+def arm(double, copies, distinct=False):
+    s, body = double.control("POST", "/hostile?path=%s&mode=gzip-items&count=1&copies=%d%s"
+                             % (PODS, copies, "&distinct=1" if distinct else ""))
     assert s == 200, body
 
 
@@ -79,9 +82,9 @@ class Reader(threading.Thread):
     """One kubelet reading the list: SLOW_BYTES slowly, then (to_end) all of it at
     once, or on slowly until the answer ends.  Keeps a hash and the first bytes."""
 
-    def __init__(self, hub, to_end):
+    def __init__(self, hub, to_end, slow_bytes=SLOW_BYTES):
         super().__init__(daemon=True)
-        self.hub, self.to_end = hub, to_end
+        self.hub, self.to_end, self.slow_bytes = hub, to_end, slow_bytes
         self.status, self.encoding, self.error, self.clean_end = 0, None, None, False
         self.got, self.head = 0, b""
         self.sha = hashlib.sha256()
@@ -102,13 +105,13 @@ class Reader(threading.Thread):
             r = c.getresponse()
             self.status, self.encoding = r.status, r.getheader("Content-Encoding")
             while True:
-                slow = self.got < SLOW_BYTES or not self.to_end
+                slow = self.got < self.slow_bytes or not self.to_end
                 piece = r.read1(16384 if slow else 1 << 20)
                 if not piece:
                     self.clean_end = True
                     break
                 self.take(piece)
-                if self.got >= SLOW_BYTES:
+                if self.got >= self.slow_bytes:
                     self.slow_done.set()
                 if slow:
                     time.sleep(0.01)
@@ -197,6 +200,16 @@ def ten_clients_then_sigterm(t, double, hub, label, bound_mb):
             str([(rd.got, rd.error) for rd in readers]))
     t.check("%s, ten slow clients: peak %.1f MB, at most %d MB above %.1f MB"
             % (label, peak / 1024, bound_mb, before / 1024), peak <= before + bound_mb * 1024)
+    arm(double, BIG_COPIES, distinct=True)
+    big = Reader(hub, to_end=True, slow_bytes=0)
+    big.start()
+    big.join(120)
+    t.check("%s: a list of %d pods, within the cache's bounds, read whole (%d MB)"
+            % (label, BIG_COPIES, big.got >> 20), big.status == 200 and big.clean_end,
+            big.error or "")
+    # more than a few pieces still queued: the worker is surely not through when the
+    # signal comes (it takes ms), and it must drop the list then
+    storing = (hub.metric("yurthub_cache_queue_bytes") or 0) > (1 << 20)
     t0 = time.time()
     hub.proc.send_signal(signal.SIGTERM)
     try:
@@ -207,6 +220,12 @@ def ten_clients_then_sigterm(t, double, hub, label, bound_mb):
     took = time.time() - t0
     t.check("%s: SIGTERM in the middle: the hub exits within %d s (%.1f s, status %s)"
             % (label, EXIT_SECONDS, took, hub.proc.poll()), hub.proc.poll() == 0, hub.tail(10))
+    if storing:
+        t.check("%s: the list the cache was storing was dropped" % label,
+                "list %s not cached: the hub is stopping" % PODS in hub.tail(400),
+                hub.tail(10))
+    else:
+        print("note  %s: the cache had stored the big list before SIGTERM" % label)
     for rd in readers:
         rd.join(30)
     t.check("%s: every client saw its answer break off" % label,
