@@ -505,6 +505,7 @@ static void stop(struct hub *h)
 	housekeeping_stop(h->housekeeping);
 	h->housekeeping = NULL;
 	proxy_stop(&h->proxy);
+	cache_manager_stop(h->cache);	 /* a list being decoded is dropped, not finished */
 	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
 	server_quiesce(h->server);
 	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
@@ -521,7 +522,7 @@ static void stop(struct hub *h)
 	outbox_close(h->outbox);
 	hub_identity_stop(&h->identity); /* its hooks use the health checker */
 	health_free(h->health);
-	cache_manager_free(h->cache); /* finishes what was queued */
+	cache_manager_free(h->cache); /* finishes the objects and events queued */
 	housekeeping_stop(h->housekeeping);
 	local_changes_free(h->changes); /* the manager that used it is gone */
 	store_close(h->store);

@@ -1509,7 +1509,7 @@ class ConnHolder:
 # --------------------------------------------------------------------------------------------
 
 HOSTILE_MODES = ("names", "bad-json", "no-metadata", "cut", "hang", "trickle", "big",
-                 "gzip-bomb", "ctype", "headers")
+                 "gzip-bomb", "gzip-items", "ctype", "headers")
 BOMB_MEMBER = 64 << 20          # what one gzip member of a bomb inflates to
 BOMB_DEFAULT = 4 << 30          # a bomb inflates to this much unless size= says otherwise
 _bomb_members = {}              # fill byte -> one compressed member (~64 KB), built once
@@ -1525,6 +1525,21 @@ def bomb_member(fill):
             block = fill * (1 << 20)
             m = b"".join([z.compress(block) for _ in range(BOMB_MEMBER >> 20)] + [z.flush()])
             _bomb_members[fill] = m
+        return m
+
+
+ITEMS_MEMBER = 1 << 16          # copies of the object in one gzip member of gzip-items
+_items_members = {}             # (object, copies) -> one compressed member, built once
+
+
+def items_member(obj, copies):
+    """A gzip member that inflates to copies of b"," + obj."""
+    with _bomb_lock:
+        m = _items_members.get((obj, copies))
+        if m is None:
+            z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            m = z.compress((b"," + obj) * copies) + z.flush()
+            _items_members[(obj, copies)] = m
         return m
 
 
@@ -1822,6 +1837,36 @@ class HostileAnswer:
             self.end_chunks()
         else:
             self.whole(data, extra=extra)
+
+    def mode_gzip_items(self):
+        """Content-Encoding: gzip, a list of copies= (default 4,000,000) copies of one
+        object, all of one name: a few MB that inflate to hundreds.  Streamed, member by
+        member (ITEMS_MEMBER copies each), never held whole.  distinct=1: each copy named
+        <name>-<i>, a list as big as a real one can be."""
+        copies = max(1, int(self.p.get("copies", 4000000)))
+        distinct = _truthy(self.p.get("distinct"))
+        name = self.p.get("name", "dup")
+        obj = self.obj(name + ("-@@" if distinct else ""), self.ns or "default",
+                       {"data": {"hostile": "items"}})
+
+        def member(first, n):
+            if not distinct:
+                return items_member(obj, n)
+            z = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            return z.compress(b"".join(b"," + obj.replace(b"@@", b"%d" % i)
+                                       for i in range(first, first + n))) + z.flush()
+
+        self.head(extra=[("Content-Encoding", "gzip")])
+        self.body(gzip.compress(self.list_of([obj.replace(b"@@", b"0")])[:-3]), chunked=True)
+        done = 1
+        while done < copies:
+            n = min(copies - done, ITEMS_MEMBER)
+            data = member(done, n)
+            for i in range(0, len(data), 1 << 16):
+                self.body(data[i:i + (1 << 16)], chunked=True)
+            done += n
+        self.body(gzip.compress(b"]}\n"), chunked=True)
+        self.end_chunks()
 
     def mode_ctype(self):
         """Content-Type: ctype= (default protobuf) on body=json (an empty list, or an object)
