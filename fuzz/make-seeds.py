@@ -361,6 +361,71 @@ def seed_patches(items):
         add("fuzz_patch", bytes([2]) + compact(lease).encode() + b"\0" + compact(p).encode())
 
 
+# fuzz_offline_authz: flags (bit 0 an Authorization header, bits 1-2 the
+# Content-Type), method, URI, User-Agent, body; the node is node1, and the
+# target's cached pods are default/mine (on node1) and default/theirs.
+OFFLINE_WRITES = [
+    (0, "PATCH", "/api/v1/namespaces/default/pods/mine", "evil-pod/1.0",
+     {"spec": {"containers": [{"name": "web", "image": "attacker.example/evil:latest"}]}}),
+    (1, "PATCH", "/api/v1/namespaces/default/pods/mine", "evil-pod/1.0",
+     {"spec": {"containers": [{"name": "web", "image": "attacker.example/evil:latest"}]}}),
+    (0, "PATCH", "/api/v1/namespaces/default/pods/mine/status", "kubelet/v1.30.2",
+     {"status": {"podIP": "10.0.0.9", "$setElementOrder/podIPs": [{"ip": "10.0.0.9"}],
+                 "podIPs": [{"ip": "10.0.0.9"}, {"$patch": "delete", "ip": "10.0.0.1"}]},
+      "spec": {"containers": [{"name": "web", "image": "evil"}]}}),
+    (2, "PATCH", "/api/v1/namespaces/default/pods/mine/status", "kubelet/v1.30.2",
+     {"metadata": {"labels": {"app": "evil"}}, "status": {"phase": "Failed"}}),
+    (4, "PATCH", "/api/v1/namespaces/default/pods/theirs/status", "kubelet/v1.30.2",
+     [{"op": "replace", "path": "/status/phase", "value": "Failed"}]),
+    (6, "PUT", "/api/v1/namespaces/default/pods/mine/status", "kubelet/v1.30.2",
+     {"metadata": {"name": "mine", "namespace": "default", "labels": {"app": "web"},
+                   "resourceVersion": "10"}, "spec": {"nodeName": "node9"},
+      "status": {"phase": "Succeeded"}}),
+    (2, "PATCH", "/api/v1/namespaces/default/secrets/app-credentials", "evil-pod/1.0",
+     {"data": {"password": "b3duZWQ="}}),
+    (0, "PATCH", "/api/v1/nodes/node1/status", "kubelet/v1.30.2",
+     {"status": {"conditions": [{"type": "Ready", "status": "False"}]},
+      "spec": {"taints": []}}),
+    (2, "PATCH", "/api/v1/nodes/node1", "kubelet/v1.30.2",
+     {"metadata": {"labels": {"node.kubernetes.io/exclude": "true",
+                              "node-role.kubernetes.io/master": ""}}}),
+    (2, "PATCH", "/api/v1/nodes/node2/status", "kubelet/v1.30.2", {"status": {}}),
+    (6, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1",
+     "kubelet/v1.30.2", {"metadata": {"name": "node1", "namespace": "kube-node-lease",
+                                      "resourceVersion": "7"},
+                         "spec": {"renewTime": "2030-01-01T00:00:00.000000Z"}}),
+    (6, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node2",
+     "kubelet/v1.30.2", {"metadata": {"name": "node2"}}),
+    (6, "POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases",
+     "kubelet/v1.30.2", {"metadata": {"name": "node1"}}),
+    (6, "POST", "/api/v1/namespaces/default/events", "kubelet/v1.30.2",
+     {"metadata": {"name": "e2"}, "reason": "Started"}),
+    (0, "PATCH", "/api/v1/namespaces/default/events/e1", "kubelet/v1.30.2", {"count": 2}),
+    (6, "POST", "/api/v1/nodes", "kubelet/v1.30.2",
+     {"metadata": {"name": "node1", "labels": {"kubernetes.io/os": "linux"}}}),
+    (6, "POST", "/api/v1/namespaces/default/serviceaccounts/web-sa/token", "kubelet/v1.30.2",
+     {"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "mine",
+                                  "uid": "u-mine"}}}),
+    (6, "POST", "/api/v1/namespaces/default/serviceaccounts/admin/token", "kubelet/v1.30.2",
+     {"spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod", "name": "theirs",
+                                  "uid": "u-theirs"}}}),
+    (6, "POST", "/api/v1/namespaces/default/pods", "kubelet/v1.30.2",
+     {"metadata": {"name": "mirror"}}),
+    (6, "DELETE", "/api/v1/namespaces/default/pods/mine", "kubelet/v1.30.2", {}),
+    (1, "PATCH", "/api/v1/namespaces/default/pods/mine/status", "evil-pod/1.0",
+     {"status": {"phase": "Failed"}}),
+    (7, "PUT", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/node1",
+     "evil-pod/1.0", {"metadata": {"name": "node1"}}),
+    (7, "POST", "/api/v1/namespaces/default/events", "evil-pod/1.0", {"reason": "x"}),
+]
+
+
+def seed_offline_writes():
+    for flags, method, uri, ua, body in OFFLINE_WRITES:
+        add("fuzz_offline_authz", bytes([flags]) + "\0".join(
+            [method, uri, ua, compact(body)]).encode())
+
+
 def seed_podendpoints(items):
     """Pods with the endpoints that target them, and the changes kubelet
     reports offline: a new IP, NotReady, terminating."""
@@ -512,6 +577,7 @@ def main():
     seed_selectors(items)
     seed_patches(items)
     seed_podendpoints(items)
+    seed_offline_writes()
     seed_records()
     seed_kubeconfigs()
     seed_etcd(etcd)

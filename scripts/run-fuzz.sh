@@ -52,6 +52,7 @@ dict_of() {
 	fuzz_etcd_client) d=etcd ;;
 	fuzz_x509) d=pem ;;
 	fuzz_jws | fuzz_satoken) d=jws ;;
+	fuzz_offline_authz) d=offline_authz ;;
 	fuzz_list_stream | fuzz_watch_stream | fuzz_rewrite | fuzz_meta | fuzz_view | fuzz_journal | fuzz_outbox | fuzz_podendpoints | fuzz_selectable | fuzz_json_scan)
 		d=json ;;
 	*) return 0 ;;

@@ -17,10 +17,10 @@ mkdir -p "$LOG"
 SUITES="
 tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_selectable tests/test_key
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
-tests/test_config tests/test_cache_cmd tests/test_json_scan tests/test_stream tests/test_cache tests/test_local_changes tests/test_requestinfo
-tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_podendpoints tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json
+tests/test_config tests/test_cache_cmd tests/test_json_scan tests/test_stream tests/test_cache tests/test_list_bounds tests/test_local_changes tests/test_requestinfo
+tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_podendpoints tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json tests/test_offline_authz
 tests/test_filter tests/test_rewrite tests/test_informer tests/test_dummy tests/test_sharedcache tests/test_leaderhub
-tests/test_x509 tests/test_jws tests/test_satoken tests/test_certstore tests/test_certmgr tests/test_csrclient tests/test_hubfiles
+tests/test_x509 tests/test_client_ca tests/test_jws tests/test_satoken tests/test_certstore tests/test_certmgr tests/test_csrclient tests/test_hubfiles
 tests/contract_disk
 tests/crash_test
 tests/fault/test_order_check tests/fault/test_write_order tests/fault/test_disk_faults_inject
@@ -34,12 +34,14 @@ py:tests/double/selftest.sh
 py:tests/e2e/test_online.py
 py:tests/e2e/test_real_clients.py
 py:tests/e2e/test_tls.py
+py:tests/e2e/test_client_certs.py
 py:tests/e2e/test_dummy_if.py
 py:tests/e2e/test_identity.py
 py:tests/e2e/test_balance.py
 py:tests/e2e/test_offline.py
 py:tests/e2e/test_deletions.py
 py:tests/e2e/test_offline_api.py
+py:tests/e2e/test_offline_writes.py
 py:tests/e2e/test_memory.py
 py:tests/e2e/test_outage.py
 py:tests/e2e/test_filters.py
@@ -50,6 +52,7 @@ py:tests/e2e/test_follow_node.py
 py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
 py:tests/e2e/test_hostile_upstream.py
+py:tests/e2e/test_memory_bounds.py
 py:tests/e2e/test_hostile_client.py
 py:tests/e2e/test_disk_faults.py
 py:tests/e2e/test_security.py
@@ -59,6 +62,7 @@ py:tests/e2e/test_logs.py
 py:tests/e2e/test_flapping.py
 py:tests/e2e/test_request_path.py
 py:tests/e2e/test_upgrade.py
+py:tests/e2e/test_bad_headers.py
 "
 
 total_pass=0

@@ -382,6 +382,7 @@ static int start_cluster(struct hub *h)
 	    .cloud_mode = cfg->working_mode == MODE_CLOUD,
 	    .on_cache_agents = set_cache_agents,
 	    .on_leader_hub = h->proxy.mux ? leader_hub_changed : NULL,
+	    .pool_members = h->proxy.mux && cfg->multiplexer_port,
 	    .ctx = h,
 	    .epoch = cloud_epoch,
 	    .epoch_ctx = h->health,
@@ -466,9 +467,11 @@ static int start(struct hub *h)
 	if (start_store(h) < 0)
 		return -1;
 	atomic_store(&h->ready, true);
+	/* before it starts: a CA or certificate that comes meanwhile must wake
+	 * its first probe (health.c, wait_first_identity) */
+	hub_identity_health(&h->identity, h->health);
 	if (health_start(h->health) < 0)
 		return -1;
-	hub_identity_health(&h->identity, h->health);
 	struct proxy *p = &h->proxy;
 	p->up = &h->upstream;
 	p->health = h->health;
@@ -497,6 +500,7 @@ static int start(struct hub *h)
 	struct server_routes routes = {.proxy = proxy_handle,
 				       .proxy_ctx = &h->proxy,
 				       .peer = proxy_handle_peer,
+				       .peer_admit = proxy_admit_peer,
 				       .hub = hub_endpoint,
 				       .hub_ctx = h,
 				       .metrics = &h->metrics,
@@ -515,9 +519,12 @@ static void stop(struct hub *h)
 	housekeeping_stop(h->housekeeping);
 	h->housekeeping = NULL;
 	proxy_stop(&h->proxy);
+	cache_manager_stop(h->cache);	 /* a list being decoded is dropped, not finished */
 	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
 	server_quiesce(h->server);
-	proxy_end_upgrades(&h->proxy);	/* before libmicrohttpd stops */
+	proxy_end_upgrades(&h->proxy); /* before libmicrohttpd stops */
+	/* its certificate threads still run, and may start the secure port */
+	hub_identity_unlisten(&h->identity);
 	server_stop(h->server);		/* joins every connection thread */
 	netif_keeper_stop(h->netif);	/* once nothing listens on it */
 	cluster_free(h->cluster);	/* its informers' requests ended with the server */
@@ -529,7 +536,7 @@ static void stop(struct hub *h)
 	outbox_close(h->outbox);
 	hub_identity_stop(&h->identity); /* its hooks use the health checker */
 	health_free(h->health);
-	cache_manager_free(h->cache); /* finishes what was queued */
+	cache_manager_free(h->cache); /* finishes the objects and events queued */
 	housekeeping_stop(h->housekeeping);
 	local_changes_free(h->changes); /* the manager that used it is gone */
 	sa_keys_free(h->sa_keys);	/* no connection and no chore left */

@@ -32,9 +32,10 @@ static void prepare(void *ctx, CURL *h, bool with_client_cert)
 
 static void enable_secure(struct hub_identity *hi)
 {
-	struct server *s = atomic_load(&hi->server);
-	if (s)
-		server_enable_secure(s);
+	pthread_mutex_lock(&hi->server_lock);
+	if (hi->server)
+		server_enable_secure(hi->server);
+	pthread_mutex_unlock(&hi->server_lock);
 }
 
 static void ca_found(void *ctx, const char *pem, size_t len)
@@ -205,6 +206,7 @@ int hub_identity_start(struct hub_identity *hi, const struct config *cfg, struct
 	hi->up = up;
 	hi->proxy_url = proxy_url;
 	pthread_mutex_init(&hi->ip_lock, NULL);
+	pthread_mutex_init(&hi->server_lock, NULL);
 	tls_serving_init();
 	bool tls_files = *cfg->tls_cert_file != '\0';
 	bool managed = cfg->bootstrap_mode != BOOTSTRAP_NONE;
@@ -247,12 +249,25 @@ int hub_identity_start(struct hub_identity *hi, const struct config *cfg, struct
 void hub_identity_health(struct hub_identity *hi, struct health *h)
 {
 	atomic_store(&hi->health, h); /* its first probes see what is on disk already */
+	/* with nothing on disk (an expired certificate is something: the hub
+	 * starts offline at once), what a first probe could say is moot */
+	if (!identity_has_had_client_cert(hi->id))
+		health_await_identity(h);
 }
 
 void hub_identity_listening(struct hub_identity *hi, struct server *s)
 {
-	atomic_store(&hi->server, s);
-	server_enable_secure(s);
+	pthread_mutex_lock(&hi->server_lock);
+	hi->server = s;
+	pthread_mutex_unlock(&hi->server_lock);
+	enable_secure(hi);
+}
+
+void hub_identity_unlisten(struct hub_identity *hi)
+{
+	pthread_mutex_lock(&hi->server_lock);
+	hi->server = NULL;
+	pthread_mutex_unlock(&hi->server_lock);
 }
 
 const char *hub_identity_not_ready(struct hub_identity *hi)
@@ -318,5 +333,6 @@ void hub_identity_stop(struct hub_identity *hi)
 	free(hi->client_ca);
 	free(hi->cluster_ip);
 	pthread_mutex_destroy(&hi->ip_lock);
+	pthread_mutex_destroy(&hi->server_lock);
 	tls_serving_free();
 }

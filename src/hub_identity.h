@@ -34,7 +34,10 @@ struct hub_identity {
 	const char *proxy_url;		 /* the hub's plain proxy port, for the cluster IP */
 	struct identity *id;		 /* NULL when nothing is managed */
 	char *client_ca;		 /* the secure port's client CA file; NULL: port off */
-	_Atomic(struct server *) server; /* once it listens */
+	/* once it listens, until it stops: server_lock keeps it from being
+	 * freed under a certificate hook that starts the secure port */
+	pthread_mutex_t server_lock;
+	struct server *server;
 	atomic_bool stopping;
 	pthread_mutex_t ip_lock;
 	char *cluster_ip; /* last known, NULL none */
@@ -44,10 +47,15 @@ struct hub_identity {
 /* Before the server starts.  0, or -1 with the reason logged. */
 int hub_identity_start(struct hub_identity *hi, const struct config *cfg, struct upstream *up,
 		       const char *proxy_url);
-/* The health checker runs: it probes again when the identity changes. */
+/* The health checker, before it starts: it probes again when the identity
+ * changes, and a hub bootstrapping from nothing holds its first probe for
+ * the CA and the certificate. */
 void hub_identity_health(struct hub_identity *hi, struct health *h);
 /* The server listens: the secure port may start as soon as it can. */
 void hub_identity_listening(struct hub_identity *hi, struct server *s);
+/* Before the server stops: the identity's threads, still running, no
+ * longer touch it. */
+void hub_identity_unlisten(struct hub_identity *hi);
 /* 503 text for /v1/readyz while the hub bootstraps, NULL when ready. */
 const char *hub_identity_not_ready(struct hub_identity *hi);
 /* POST or PUT /v1/token on the serve port. */

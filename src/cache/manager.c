@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cache/list_bounds.h"
 #include "cache/local_changes.h"
 #include "kube/meta.h"
 #include "kube/selector.h"
@@ -57,7 +58,10 @@ struct stream {
 	char *resume_token; /* LIST: continue= of the request */
 	/* worker side only */
 	struct store_replace *session;
+	struct list_bounds *bounds; /* LIST: what the session holds, all pages so far */
 	bool failed;
+	/* LIST: not cached (over the bounds): the tee need not copy the rest */
+	atomic_bool refused;
 	/* LIST: the body is decoded by the worker, off the client's path */
 	struct cache_manager *cm;
 	struct gunzip *gz;
@@ -102,6 +106,7 @@ struct worker {
 struct parked {
 	char *key; /* component + view + continue token */
 	struct store_replace *session;
+	struct list_bounds *bounds; /* the session's count, for its next pages */
 	time_t expires;
 };
 
@@ -128,6 +133,9 @@ struct cache_manager {
 	void *on_failure_ctx;
 	struct local_changes *changes; /* the hub's offline edits; NULL: none */
 	struct piece_pool pieces;
+	struct list_limits list_limits; /* LIST_LIMITS_DEFAULT; tests set others */
+	/* the hub stops: lists are dropped, not decoded (cache_manager_stop) */
+	atomic_bool stopping;
 };
 
 /* ---- streams ---- */
@@ -137,6 +145,7 @@ static void stream_unref(struct stream *st)
 	if (!st || atomic_fetch_sub(&st->refs, 1) != 1)
 		return;
 	store_replace_abort(st->session);
+	list_bounds_free(st->bounds);
 	gunzip_free(st->gz);
 	list_decoder_free(st->ld);
 	free(st->component);
@@ -542,6 +551,7 @@ static size_t park_take_expired_locked(struct cache_manager *cm, time_t now,
 		struct parked *p = &cm->parked[i];
 		if (p->key && p->expires <= now) {
 			gone[n++] = p->session;
+			list_bounds_free(p->bounds);
 			free(p->key);
 			memset(p, 0, sizeof *p);
 		}
@@ -569,8 +579,10 @@ static void park(struct cache_manager *cm, struct stream *st, const char *token)
 	if (slot) {
 		slot->key = key;
 		slot->session = st->session;
+		slot->bounds = st->bounds;
 		slot->expires = now + cm->park_seconds;
 		st->session = NULL;
+		st->bounds = NULL;
 		key = NULL;
 	}
 	pthread_mutex_unlock(&cm->park_lock);
@@ -578,8 +590,7 @@ static void park(struct cache_manager *cm, struct stream *st, const char *token)
 	free(key); /* no room: the session is aborted with the stream */
 }
 
-static struct store_replace *unpark(struct cache_manager *cm, const struct stream *st,
-				    const char *token)
+static struct store_replace *unpark(struct cache_manager *cm, struct stream *st, const char *token)
 {
 	char *key = park_key(st, token);
 	struct store_replace *r = NULL, *gone[PARKED_MAX];
@@ -589,6 +600,8 @@ static struct store_replace *unpark(struct cache_manager *cm, const struct strea
 		struct parked *p = &cm->parked[i];
 		if (p->key && !strcmp(p->key, key)) {
 			r = p->session;
+			list_bounds_free(st->bounds);
+			st->bounds = p->bounds;
 			free(p->key);
 			memset(p, 0, sizeof *p);
 			break;
@@ -624,12 +637,46 @@ static void list_fail(struct cache_manager *cm, struct stream *st, enum store_er
 	atomic_fetch_add(&cm->m->cache_failures[CACHE_OP_LIST], 1);
 }
 
+/* A list over its bounds (list_bounds.h): not cached, said once, counted;
+ * the client's answer goes on. */
+static void list_refuse(struct cache_manager *cm, struct stream *st, const char *why)
+{
+	log_warn("cache: %s list %s not cached: %s (see docs/contracts.md); the client still gets "
+		 "the cloud's answer",
+		 st->component, st->path, why);
+	atomic_fetch_add(&cm->m->cache_lists_refused, 1);
+	store_replace_abort(st->session);
+	st->session = NULL;
+	atomic_store(&st->refused, true);
+}
+
+/* The hub stops: a list being decoded is dropped, not finished - one can
+ * take a long while (millions of items), and a list that is not whole is
+ * not stored anyway. */
+static bool list_cancelled(struct cache_manager *cm, struct stream *st)
+{
+	if (!atomic_load(&cm->stopping))
+		return false;
+	if (st->session)
+		log_v(1, "cache: %s list %s not cached: the hub is stopping", st->component,
+		      st->path);
+	store_replace_abort(st->session);
+	st->session = NULL;
+	return true;
+}
+
 /* One listed object into the stream's replace session. */
 static void list_add_item(struct cache_manager *cm, struct stream *st,
 			  const struct stream_object *o)
 {
-	if (!st->session)
+	if (!st->session || list_cancelled(cm, st))
 		return;
+	const char *over = st->bounds ? list_bounds_add(st->bounds, o->namespace, o->name, o->len)
+				      : "out of memory";
+	if (over) {
+		list_refuse(cm, st, over);
+		return;
+	}
 	struct store_item it = {o->namespace, o->name, o->rv, o->data, o->len};
 	struct store_key k;
 	if (cm->changes && stream_key(cm, st, o->namespace, o->name, &k) == STORE_OK) {
@@ -651,7 +698,7 @@ static int on_list_item(void *ctx, const struct stream_object *item)
 {
 	struct stream *st = ctx;
 	list_add_item(st->cm, st, item);
-	return 0;
+	return st->session ? 0 : 1; /* nothing to store it in: stop decoding */
 }
 
 static int decode_list(void *ctx, const char *data, size_t len)
@@ -660,12 +707,12 @@ static int decode_list(void *ctx, const char *data, size_t len)
 	return list_decoder_feed(st->ld, data, len);
 }
 
-static void list_bytes(struct stream *st, const char *data, size_t len)
+static void list_bytes(struct cache_manager *cm, struct stream *st, const char *data, size_t len)
 {
-	if (!st->session)
+	if (!st->session || list_cancelled(cm, st))
 		return; /* nothing to store it in (or undecodable): not even decoded */
 	int rc = st->gz ? gunzip_feed(st->gz, data, len) : list_decoder_feed(st->ld, data, len);
-	if (rc < 0) {
+	if (rc < 0 && st->session) { /* (without a session, whoever ended it said why) */
 		const char *why = list_decoder_error(st->ld);
 		if ((!why || !*why) && st->gz)
 			why = "corrupt gzip, or more than 512 MiB inflated";
@@ -723,8 +770,12 @@ static void do_list(struct cache_manager *cm, struct job *j)
 	struct stream *st = j->st;
 	switch (j->kind) {
 	case JOB_LIST_BEGIN: {
+		if (atomic_load(&cm->stopping))
+			return;
 		struct store_view v = stream_view(st);
 		enum store_err e = store_replace_begin(cm->store, &v, &st->session);
+		if (e == STORE_OK && !(st->bounds = list_bounds_new(&cm->list_limits)))
+			e = STORE_NOMEM;
 		if (e != STORE_OK)
 			list_fail(cm, st, e);
 		return;
@@ -735,7 +786,7 @@ static void do_list(struct cache_manager *cm, struct job *j)
 			st->failed = true; /* the first pages were not seen: nothing to do */
 		return;
 	case JOB_LIST_BYTES:
-		list_bytes(st, j->data, j->len);
+		list_bytes(cm, st, j->data, j->len);
 		return;
 	default: /* JOB_LIST_END */
 		list_end(cm, st, j->complete);
@@ -883,6 +934,7 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 	pthread_mutex_init(&cm->trouble.lock, NULL);
 	pthread_mutex_init(&cm->pieces.lock, NULL);
 	cm->park_seconds = PARK_SECONDS;
+	cm->list_limits = LIST_LIMITS_DEFAULT;
 	int wanted = cm->nworkers, started = 0;
 	for (; started < wanted; started++) {
 		struct worker *w = &cm->workers[started];
@@ -938,6 +990,17 @@ void cache_manager_flush(struct cache_manager *cm)
 	pthread_mutex_unlock(&lock);
 }
 
+void cache_manager_stop(struct cache_manager *cm)
+{
+	if (cm)
+		atomic_store(&cm->stopping, true);
+}
+
+void cache_manager_set_list_limits(struct cache_manager *cm, const struct list_limits *lim)
+{
+	cm->list_limits = *lim;
+}
+
 void cache_manager_free(struct cache_manager *cm)
 {
 	if (!cm)
@@ -959,6 +1022,7 @@ void cache_manager_free(struct cache_manager *cm)
 	}
 	for (int i = 0; i < PARKED_MAX; i++) {
 		store_replace_abort(cm->parked[i].session);
+		list_bounds_free(cm->parked[i].bounds);
 		free(cm->parked[i].key);
 	}
 	pthread_mutex_destroy(&cm->park_lock);
@@ -1189,8 +1253,13 @@ void cache_tee_feed(struct cache_tee *t, const char *data, size_t len)
 	if (!t || t->dead || !len)
 		return;
 	if (t->st->mode == CACHE_LIST) {
-		if (!queue_list_bytes(t, data, len))
+		/* a list the worker will not store (over its bounds, or the hub
+		 * stops) is not copied on: its rest may be hundreds of MB */
+		if (atomic_load(&t->st->refused) || atomic_load(&t->cm->stopping) ||
+		    !queue_list_bytes(t, data, len)) {
+			t->dead = true;
 			tee_release(t);
+		}
 		return;
 	}
 	int rc = t->gz ? gunzip_feed(t->gz, data, len) : decode(t, data, len);

@@ -9,7 +9,8 @@
  * are decoded by the tee into one small job per event.  Jobs of one view always go to the same
  * worker, so a list's items and the watch events of that view are applied in the order they came.
  * If the workers fall behind by more than a bound of queued bytes, the tee gives up on that
- * response (counted, logged) rather than hold the client: caching is a side effect.
+ * response (counted, logged) rather than hold the client: caching is a side effect.  A list
+ * that holds more than a cached list may (cache/list_bounds.h) is not cached either.
  *
  *   LIST     streaming replace of the request's view; a paginated list
  *            (limit/continue) is kept open across its pages and committed
@@ -50,7 +51,13 @@ void cache_manager_set_local_changes(struct cache_manager *cm, struct local_chan
 /* The store's last write failed (it is broken: I/O, full, down), and none
  * has succeeded since. */
 bool cache_manager_store_failing(struct cache_manager *cm);
-/* Finish queued work (or drop it after a short grace), stop the workers. */
+/* The hub stops: from now on lists are neither decoded nor stored (one
+ * being decoded is dropped at its next item, its tee copies no more), so
+ * that cache_manager_free() does not wait for millions of items; objects
+ * and watch events still queued are stored. */
+void cache_manager_stop(struct cache_manager *cm);
+/* Finish queued work (lists only until cache_manager_stop()), stop the
+ * workers. */
 void cache_manager_free(struct cache_manager *cm);
 /* Block until every job queued so far is done (tests, shutdown). */
 void cache_manager_flush(struct cache_manager *cm);

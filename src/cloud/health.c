@@ -27,6 +27,12 @@
 #include "util/clock.h"
 #include "util/log.h"
 
+/* How long a hub bootstrapping from nothing holds its first verdict (and
+ * with it the first requests, health_wait_first) for the CA and the
+ * certificate it is getting: with neither, no probe could be verified and
+ * the cache, empty, could only answer 404. */
+#define FIRST_IDENTITY_WAIT_S 10
+
 struct health {
 	struct upstream *u;
 	struct metrics *m;
@@ -35,7 +41,8 @@ struct health {
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
-	bool probe_now; /* a regular round at once: the hub's identity changed */
+	bool probe_now;	     /* a regular round at once: the hub's identity changed */
+	bool await_identity; /* the first probe waits for it (health_await_identity) */
 	bool stop, started, first_done;
 	pthread_cond_t first;
 	bool *fast; /* per backend: a request failed, probe now */
@@ -173,6 +180,7 @@ struct round {
 	size_t n, cap;
 	int *unanswered;
 	bool hedged;
+	unsigned ca_generation; /* the trust the handles were set up with */
 };
 
 static void round_add(struct health *h, struct round *r, size_t i, int count)
@@ -190,11 +198,19 @@ static void round_add(struct health *h, struct round *r, size_t i, int count)
 	}
 }
 
+/* Whether the CA changed since the round's handles were set up: what they
+ * say (a TLS failure against the CA found since) is no verdict. */
+static bool round_stale(struct health *h, const struct round *r)
+{
+	return upstream_ca_generation(h->u) != r->ca_generation;
+}
+
 /* Record what finished so far; called with h->lock held. */
 static void round_collect(struct health *h, struct round *r, bool initial)
 {
 	CURLMsg *msg;
 	int left;
+	bool stale = round_stale(h, r);
 	while ((msg = curl_multi_info_read(r->multi, &left))) {
 		if (msg->msg != CURLMSG_DONE)
 			continue;
@@ -205,7 +221,8 @@ static void round_collect(struct health *h, struct round *r, bool initial)
 		bool ok = msg->data.result == CURLE_OK && code > 0 && code < 500;
 		if (b) {
 			r->unanswered[b->index]--;
-			record(h, b, ok, initial, code, msg->data.result);
+			if (!stale)
+				record(h, b, ok, initial, code, msg->data.result);
 		}
 	}
 }
@@ -230,10 +247,12 @@ static void round_hedge(struct health *h, struct round *r, const int *count)
 }
 
 /* Run `count[i]` parallel attempts against backend i; record results as
- * they come. */
-static void probe_round(struct health *h, const int *count, bool initial)
+ * they come.  False when the CA changed meanwhile: the results that came
+ * after the change were dropped (see round_stale). */
+static bool probe_round(struct health *h, const int *count, bool initial)
 {
 	struct round r = {0};
+	r.ca_generation = upstream_ca_generation(h->u); /* before any handle is set up */
 	for (size_t i = 0; i < h->u->n; i++)
 		r.cap += (size_t)(count[i] > h->failed_retry ? count[i] : h->failed_retry);
 	r.multi = curl_multi_init();
@@ -270,6 +289,7 @@ static void probe_round(struct health *h, const int *count, bool initial)
 	free(r.unanswered);
 	if (r.multi)
 		curl_multi_cleanup(r.multi);
+	return !round_stale(h, &r);
 }
 
 static void deadline_in(struct timespec *ts, int seconds)
@@ -278,18 +298,68 @@ static void deadline_in(struct timespec *ts, int seconds)
 	ts->tv_sec += seconds;
 }
 
-static void *health_main(void *arg)
+static bool stopping(struct health *h)
 {
-	struct health *h = arg;
-	int *count = calloc(h->u->n ? h->u->n : 1, sizeof *count);
-	for (size_t i = 0; count && i < h->u->n; i++)
-		count[i] = 1;
-	if (count)
-		probe_round(h, count, true);
+	pthread_mutex_lock(&h->lock);
+	bool stop = h->stop;
+	pthread_mutex_unlock(&h->lock);
+	return stop;
+}
+
+static void first_done(struct health *h)
+{
 	pthread_mutex_lock(&h->lock);
 	h->first_done = true;
 	pthread_cond_broadcast(&h->first);
 	pthread_mutex_unlock(&h->lock);
+}
+
+/* A token bootstrap from nothing: the first probe waits for the CA that
+ * discovery finds and the certificate of the CSR (each wakes the thread,
+ * health_probe_now), rather than fail TLS with no CA to check the server
+ * against.  The requests waiting for the first verdict are let go after
+ * FIRST_IDENTITY_WAIT_S, answered from the cache; the probe still waits
+ * (an identity that does not come in time leaves the cloud unreachable
+ * anyway: upstream_identity_pending). */
+static void wait_first_identity(struct health *h)
+{
+	pthread_mutex_lock(&h->lock);
+	if (!h->await_identity) {
+		pthread_mutex_unlock(&h->lock);
+		return;
+	}
+	log_v(1, "health: the first probe waits for the hub's CA and client certificate");
+	struct timespec until;
+	deadline_in(&until, FIRST_IDENTITY_WAIT_S);
+	while (!h->stop && upstream_identity_pending(h->u)) {
+		if (h->first_done) {
+			pthread_cond_wait(&h->wake, &h->lock);
+		} else if (pthread_cond_timedwait(&h->wake, &h->lock, &until) == ETIMEDOUT &&
+			   upstream_identity_pending(h->u)) {
+			h->first_done = true;
+			pthread_cond_broadcast(&h->first);
+			log_msg('I', 0,
+				"upstream: no client certificate after %d s: requests are answered "
+				"from the cache until the hub has one",
+				FIRST_IDENTITY_WAIT_S);
+		}
+	}
+	h->probe_now = false; /* the first round is the fresh one it asks for */
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void *health_main(void *arg)
+{
+	struct health *h = arg;
+	wait_first_identity(h);
+	int *count = calloc(h->u->n ? h->u->n : 1, sizeof *count);
+	for (size_t i = 0; count && i < h->u->n; i++)
+		count[i] = 1;
+	/* again when the CA changed during the round: the first verdict is
+	 * one made with the CA the hub has */
+	while (count && !stopping(h) && !probe_round(h, count, true))
+		;
+	first_done(h);
 	struct timespec next;
 	deadline_in(&next, h->interval_s);
 	pthread_mutex_lock(&h->lock);
@@ -340,6 +410,13 @@ int health_start(struct health *h)
 		return -1;
 	h->started = true;
 	return 0;
+}
+
+void health_await_identity(struct health *h)
+{
+	pthread_mutex_lock(&h->lock);
+	h->await_identity = true;
+	pthread_mutex_unlock(&h->lock);
 }
 
 void health_wait_first(struct health *h)

@@ -33,6 +33,12 @@ struct health *health_new(struct upstream *u, const struct config *cfg, struct m
 int health_start(struct health *h);
 /* Wait until the first probe of every backend has an answer. */
 void health_wait_first(struct health *h);
+/* Before health_start(): the hub bootstraps from nothing (a token, no client
+ * certificate ever), so its first probe waits for the CA that discovery
+ * finds and the certificate of the CSR (health_probe_now() wakes it) rather
+ * than fail TLS with no CA; health_wait_first() waits at most 10 s for it,
+ * then the requests are answered from the cache while it comes. */
+void health_await_identity(struct health *h);
 void health_stop(struct health *h);
 void health_free(struct health *h);
 

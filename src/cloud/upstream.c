@@ -118,25 +118,6 @@ static void buf_wipe_free(struct buf *b)
 	buf_free(b);
 }
 
-static void stamp_file(const char *path, struct file_stamp *fs)
-{
-	struct stat st;
-	memset(fs, 0, sizeof *fs);
-	if (!path || stat(path, &st) != 0) /* stat, not lstat: the link's target */
-		return;
-	fs->ok = true;
-	fs->dev = st.st_dev;
-	fs->ino = st.st_ino;
-	fs->mtime = st.st_mtim;
-	fs->size = st.st_size;
-}
-
-static bool stamp_eq(const struct file_stamp *a, const struct file_stamp *b)
-{
-	return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
-	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
-}
-
 static bool buf_eq(const struct buf *a, const struct buf *b)
 {
 	return a->len == b->len && (a->len == 0 || memcmp(a->data, b->data, a->len) == 0);
@@ -192,9 +173,9 @@ static int recheck_locked(struct upstream *u)
 {
 	u->cert_checked_at = now_seconds();
 	struct file_stamp cs, ks;
-	stamp_file(u->cert_file, &cs);
-	stamp_file(u->key_file, &ks);
-	if (stamp_eq(&cs, &u->cert_seen) && stamp_eq(&ks, &u->key_seen))
+	fs_stamp(u->cert_file, &cs);
+	fs_stamp(u->key_file, &ks);
+	if (fs_stamp_eq(&cs, &u->cert_seen) && fs_stamp_eq(&ks, &u->key_seen))
 		return 0;
 	/* This change is judged now, whatever the verdict, so that a broken
 	 * rotation is warned about once, not every few seconds.  The stamps
@@ -481,8 +462,16 @@ int upstream_set_ca(struct upstream *u, const char *pem, size_t len)
 	pthread_mutex_lock(&u->cert_lock);
 	buf_free(&u->ca_pem);
 	u->ca_pem = ca;
+	/* under the lock that configure() reads ca_pem with: a handle with the
+	 * new CA never goes with the old generation */
+	atomic_fetch_add(&u->ca_generation, 1);
 	pthread_mutex_unlock(&u->cert_lock);
 	return 0;
+}
+
+unsigned upstream_ca_generation(struct upstream *u)
+{
+	return atomic_load(&u->ca_generation);
 }
 
 int upstream_set_client_pair(struct upstream *u, const char *pem, size_t len)

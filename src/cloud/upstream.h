@@ -27,6 +27,7 @@
 
 #include "config.h"
 #include "util/buf.h"
+#include "util/fsutil.h"
 
 struct backend {
 	char *url;   /* "https://host:port", no trailing slash */
@@ -35,17 +36,6 @@ struct backend {
 	atomic_int healthy;
 	/* health state, owned by the health checker */
 	int successes, failures;
-};
-
-/* What stat(2) says of a file, through any symlink: enough to notice that
- * kubelet re-pointed kubelet-client-current.pem at a new file (new inode)
- * or that someone rewrote a file in place (mtime, size). */
-struct file_stamp {
-	bool ok; /* stat succeeded */
-	dev_t dev;
-	ino_t ino;
-	struct timespec mtime;
-	off_t size;
 };
 
 struct upstream {
@@ -76,6 +66,9 @@ struct upstream {
 	 * the cloud counts as unreachable, and the cache answers. */
 	atomic_bool needs_client_cert;
 	atomic_llong cert_not_after; /* of cert_pem, seconds since the epoch; 0 none */
+	/* bumped when ca_pem changes: an answer over a handle set up before
+	 * was judged with the old trust (cloud/health.c) */
+	atomic_uint ca_generation;
 
 	CURLSH *share;
 	pthread_mutex_t share_locks[CURL_LOCK_DATA_LAST];
@@ -118,6 +111,9 @@ int upstream_recheck_client_cert(struct upstream *u);
 void upstream_prepare_easy(struct upstream *u, CURL *h, bool with_client_cert);
 /* Trust pem (the cluster CA found by bootstrap) from now on.  0 or -1. */
 int upstream_set_ca(struct upstream *u, const char *pem, size_t len);
+/* Changes whenever the trusted CA does; a handle set up before a change
+ * still trusts the old one. */
+unsigned upstream_ca_generation(struct upstream *u);
 /* Speak with this certificate and key (one PEM, certificate(s) then key)
  * from now on; the files it was read from are the caller's to follow.
  * 0 or -1 (ENOMEM, the current pair kept). */

@@ -47,7 +47,7 @@ struct bucket {
 struct cluster {
 	/* settings, copied */
 	char *proxy_url, *user_agent, *node_name, *pool_flag, *namespace, *hub_host, *hub_port;
-	bool enable_node_pool, pool_service_topology, filters_on, cloud_mode;
+	bool enable_node_pool, pool_service_topology, filters_on, cloud_mode, pool_members;
 	char **disabled;
 	size_t ndisabled;
 	void (*on_cache_agents)(void *ctx, const char *const *names, size_t n);
@@ -690,9 +690,11 @@ static bool needs(const struct cluster *c, enum source s)
 	case SRC_SERVICES:
 		return topology;
 	case SRC_NODE: /* for the pool's name */
-		return !*c->pool_flag && (topology || isolation || c->on_leader_hub);
+		return !*c->pool_flag &&
+		       (topology || isolation || c->on_leader_hub || c->pool_members);
 	case SRC_NODEPOOLS:
-		return topology && c->enable_node_pool && !c->pool_service_topology;
+		return (topology && c->enable_node_pool && !c->pool_service_topology) ||
+		       c->pool_members;
 	case SRC_NODEBUCKETS:
 		return topology && c->pool_service_topology;
 	default:
@@ -757,6 +759,7 @@ static int copy_settings(struct cluster *c, const struct cluster_settings *s)
 	c->cloud_mode = s->cloud_mode;
 	c->on_cache_agents = s->on_cache_agents;
 	c->on_leader_hub = s->on_leader_hub;
+	c->pool_members = s->pool_members;
 	c->epoch = s->epoch;
 	c->epoch_ctx = s->epoch_ctx;
 	c->ctx = s->ctx;
@@ -816,8 +819,11 @@ int cluster_run(struct cluster *c)
 		log_warn("cluster: the proxy port is off: the filters know nothing of the cluster");
 		return 0;
 	}
-	for (enum source src = 0; src < SRC_COUNT; src++)
-		if (needs(c, src) && start_source(c, src) < 0)
+	/* last to first: the threads of the node and the configmap, which may
+	 * make this hub its pool's leader (and a connection thread then read
+	 * inf[SRC_NODEPOOLS]), start after inf[] is written */
+	for (int src = SRC_COUNT - 1; src >= 0; src--)
+		if (needs(c, (enum source)src) && start_source(c, (enum source)src) < 0)
 			return -1;
 	return 0;
 }
@@ -867,6 +873,24 @@ bool cluster_synced(struct cluster *c)
 		if (c->inf[s] && !informer_synced(c->inf[s]))
 			return false;
 	return true;
+}
+
+enum pool_membership cluster_pool_member(struct cluster *c, const char *node, char **pool)
+{
+	*pool = NULL;
+	/* the pool's name comes from the node's label unless given: both
+	 * lists must be in */
+	struct informer *pools = c->inf[SRC_NODEPOOLS], *self = c->inf[SRC_NODE];
+	if (!pools || !informer_synced(pools) || (self && !informer_synced(self)))
+		return POOL_MEMBERS_UNKNOWN;
+	pthread_rwlock_rdlock(&c->lock);
+	const char *name = current_pool(c);
+	*pool = strdup(name);
+	struct strmap_entry *e = *name ? strmap_get(&c->pools, name) : NULL;
+	const struct names *n = e ? e->value : NULL;
+	bool member = n && n->n && bsearch(&node, n->v, n->n, sizeof *n->v, cmp_str);
+	pthread_rwlock_unlock(&c->lock);
+	return member ? POOL_MEMBER : POOL_NOT_MEMBER;
 }
 
 filter_mask cluster_filters_for(struct cluster *c, const char *component, const char *verb,

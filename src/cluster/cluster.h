@@ -50,6 +50,9 @@ struct cluster_settings {
 	 * of configmaps has been served yet, online or from the cache); from
 	 * an informer's thread, calls serialised */
 	void (*on_leader_hub)(void *ctx, const struct leader_hub *lh, bool known);
+	/* know the NodePools' members (cluster_pool_member): this hub may
+	 * lead its pool, and its leader port serves the pool's nodes only */
+	bool pool_members;
 	void *ctx;
 	/* the informers' epoch (informer.h): the cloud's health changed */
 	unsigned long (*epoch)(void *epoch_ctx);
@@ -69,6 +72,16 @@ void cluster_free(struct cluster *c);
 
 /* Every informer has listed once (what /v1/readyz waits for online). */
 bool cluster_synced(struct cluster *c);
+
+enum pool_membership {
+	POOL_MEMBER,
+	POOL_NOT_MEMBER,
+	POOL_MEMBERS_UNKNOWN, /* the NodePools (or this node's pool) are not synced yet */
+};
+/* Whether node is in this node's NodePool's status.nodes, as last listed
+ * (online, or from the cache offline).  *pool (malloc'ed, may stay NULL
+ * when out of memory) names the pool for messages. */
+enum pool_membership cluster_pool_member(struct cluster *c, const char *node, char **pool);
 
 /* The filters for a request (filter_select on the current configuration). */
 filter_mask cluster_filters_for(struct cluster *c, const char *component, const char *verb,

@@ -9,6 +9,7 @@
  */
 #include "filter/rewrite.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,10 @@ struct rewrite {
 	void *ctx;
 
 	struct gunzip *gz;
+	rewrite_room_fn room; /* NULL: the reader takes anything at once */
+	struct buf held;      /* gzip input not inflated yet, from held_off on */
+	size_t held_off;
+	bool backlog; /* held has bytes, or zlib holds output: see inflate_some() */
 	struct list_decoder *list;
 	struct watch_decoder *watch;
 	struct buf object; /* REWRITE_OBJECT: the body so far */
@@ -240,21 +245,86 @@ struct rewrite *rewrite_new(enum rewrite_shape shape, bool gzipped, filter_mask 
 	return rw;
 }
 
+void rewrite_set_room(struct rewrite *rw, rewrite_room_fn room)
+{
+	rw->room = room;
+}
+
+/* Inflates data while the reader has room, at most that much at a time: a
+ * few KB of gzip may inflate to a hundred MB, which must wait in its gzip
+ * form until the reader takes what came before.  *used: what of data
+ * went in; rw->backlog says whether more is to come from it.  all: inflate
+ * everything, room or not (the end of the body, for a reader without a
+ * pace). */
+static int inflate_some(struct rewrite *rw, const char *data, size_t len, size_t *used, bool all)
+{
+	*used = 0;
+	for (;;) {
+		size_t room = rw->room && !all ? rw->room(rw->ctx) : SIZE_MAX;
+		if (!room) {
+			rw->backlog = true;
+			return 0;
+		}
+		size_t n;
+		int rc = gunzip_feed_upto(rw->gz, data + *used, len - *used, room, &n);
+		*used += n;
+		if (rc < 0)
+			return fail(rw, "broken gzip stream"); /* or the decoder's reason, first */
+		if (rc == 0) {
+			rw->backlog = false;
+			return 0;
+		}
+	}
+}
+
+/* Inflate what is held, as far as the reader has room (all: all of it). */
+static int inflate_held(struct rewrite *rw, bool all)
+{
+	size_t used;
+	int rc = inflate_some(rw, rw->held.data ? rw->held.data + rw->held_off : "",
+			      rw->held.len - rw->held_off, &used, all);
+	rw->held_off += used;
+	if (rw->held_off == rw->held.len) {
+		buf_reset(&rw->held);
+		rw->held_off = 0;
+	}
+	return rc;
+}
+
 int rewrite_feed(struct rewrite *rw, const char *data, size_t len)
 {
 	if (rw->failed)
 		return -1;
-	if (rw->gz) {
-		if (gunzip_feed(rw->gz, data, len) < 0)
-			return fail(rw, "broken gzip stream");
-		return 0;
-	}
-	return decode(rw, data, len);
+	if (!rw->gz)
+		return decode(rw, data, len);
+	size_t used = 0;
+	/* after what waits, in order */
+	if (!rw->backlog && inflate_some(rw, data, len, &used, false) < 0)
+		return -1;
+	if (used < len && buf_append(&rw->held, data + used, len - used) < 0)
+		return fail(rw, "out of memory");
+	if (used < len)
+		rw->backlog = true;
+	return 0;
+}
+
+bool rewrite_backlog(const struct rewrite *rw)
+{
+	return rw->backlog && !rw->failed;
+}
+
+int rewrite_resume(struct rewrite *rw)
+{
+	if (rw->failed)
+		return -1;
+	return rw->backlog ? inflate_held(rw, false) : 0;
 }
 
 int rewrite_finish(struct rewrite *rw)
 {
 	if (rw->failed)
+		return -1;
+	if (rw->backlog && inflate_held(rw, true) < 0)
 		return -1;
 	if (rw->gz && gunzip_finish(rw->gz) < 0)
 		return fail(rw, "gzip stream cut short");
@@ -296,6 +366,7 @@ void rewrite_free(struct rewrite *rw)
 	list_decoder_free(rw->list);
 	watch_decoder_free(rw->watch);
 	buf_free(&rw->object);
+	buf_free(&rw->held);
 	buf_free(&rw->encoded);
 	buf_free(&rw->err);
 	free(rw->group);

@@ -50,12 +50,27 @@ struct rewrite;
 struct rewrite *rewrite_new(enum rewrite_shape shape, bool gzipped, filter_mask mask,
 			    const struct filter_target *t, const struct filter_env_ref *env,
 			    rewrite_out_fn out, void *ctx);
+/* How many more bytes the reader takes now (0: none until it reads). */
+typedef size_t (*rewrite_room_fn)(void *ctx);
+/* A gzip body is then inflated only while room(ctx) is not 0, and no more
+ * than it says at a time (its output may come out later, and in one piece
+ * with what a decoder held: an item, at most STREAM_OBJECT_MAX).  What was
+ * fed and not inflated is held (a copy) until rewrite_resume(). */
+void rewrite_set_room(struct rewrite *rw, rewrite_room_fn room);
 /* 0, or -1: the body is not what its shape says (malformed JSON, a list
  * item that is not an object, an object over STREAM_OBJECT_MAX, a broken
- * gzip stream) or out stopped.  Once -1, always -1. */
+ * gzip stream) or out stopped.  Once -1, always -1.  While there is a
+ * backlog, data only joins it: the caller should feed no more then (the
+ * proxy pauses the transfer), which bounds it by what was fed last. */
 int rewrite_feed(struct rewrite *rw, const char *data, size_t len);
+/* gzip input (or output zlib holds) waits for room. */
+bool rewrite_backlog(const struct rewrite *rw);
+/* Go on inflating the backlog while the reader has room: 0, or -1 as
+ * rewrite_feed. */
+int rewrite_resume(struct rewrite *rw);
 /* End of the body: 0 when it was complete, else -1.  An object is written
- * out here (unless dropped). */
+ * out here (unless dropped).  A backlog is inflated here whole, room or
+ * not: a reader with a pace drains it with rewrite_resume() first. */
 int rewrite_finish(struct rewrite *rw);
 /* REWRITE_OBJECT, after finish: a filter dropped the object. */
 bool rewrite_dropped(const struct rewrite *rw);

@@ -4,8 +4,10 @@
  *
  * Per connection the hub holds at most: the request's headers
  * (LIMIT_CONN_MEMORY), its body (LIMIT_BODY), and of a proxied answer the
- * bytes the client has not taken yet (LIMIT_PENDING, plus one read block)
- * and the cloud's response headers (LIMIT_UPSTREAM_HEADERS).
+ * bytes the client has not taken yet (LIMIT_PENDING, plus one read block;
+ * a gzip answer the filters inflate is inflated only into that room, the
+ * rest waits as gzip) and the cloud's response headers
+ * (LIMIT_UPSTREAM_HEADERS).
  *
  * Across connections: at most --max-requests-in-flight requests that are not
  * long-running are served at once, as kube-apiserver counts them (watches,

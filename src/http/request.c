@@ -10,6 +10,7 @@
 
 #include "cache/cacheable.h"
 #include "http/response.h"
+#include "util/buf.h"
 
 struct request *request_new(struct MHD_Connection *conn, const char *raw_uri)
 {
@@ -26,11 +27,62 @@ struct request *request_new(struct MHD_Connection *conn, const char *raw_uri)
 	return req;
 }
 
+/* RFC 9110's tchar: what a header name is made of */
+static bool token_char(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/* No control character but tab (RFC 9110's field-value), as Go's net/http
+ * checks it: a CR, LF or NUL passed on would end the line or the string
+ * somewhere else for the next parser on the way to the API server. */
+static bool field_value_ok(const char *v)
+{
+	for (; *v; v++)
+		if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f)
+			return false;
+	return true;
+}
+
+static bool name_ok(const char *name)
+{
+	if (!*name)
+		return false;
+	for (; *name; name++)
+		if (!token_char((unsigned char)*name))
+			return false;
+	return true;
+}
+
+/* Stops at the first bad header with its reason in *ctx (NULL when out of
+ * memory: the walk then stops too, and request_begin fails). */
+static int check_header(void *ctx, const char *name, const char *value)
+{
+	char **why = ctx;
+	if (!name_ok(name))
+		/* the name not quoted: it may hold anything */
+		*why = strdup("invalid header field name: a name is a token (letters, digits and "
+			      "!#$%&'*+-.^_`|~), without a control character (CR, LF, NUL...), "
+			      "space or colon");
+	else if (!field_value_ok(value))
+		*why = str_printf("invalid header field value for %s: a value may hold no control "
+				  "character (CR, LF, NUL...) but tab",
+				  name);
+	else
+		return 0;
+	return -1;
+}
+
 int request_begin(struct request *req, const char *method)
 {
 	req->started = true;
 	req->ri_ok = request_info_parse(method, req->raw_uri, &req->ri, &req->ri_err) == 0;
 	req->is_watch = req->ri_ok && req->ri.verb == VERB_WATCH;
+	/* once here, before anything reads a header: every path to the cloud
+	 * (proxied, upgraded, the multiplexer's) copies them as they came */
+	if (request_each_header(req, check_header, &req->header_err) < 0 && !req->header_err)
+		return -1;
 	req->component = cache_component(request_header(req, MHD_HTTP_HEADER_USER_AGENT));
 	if (!req->component)
 		return -1;
@@ -48,6 +100,7 @@ void request_free(struct request *req)
 	reply_upgrade_drop(req);
 	request_info_free(&req->ri);
 	free(req->ri_err);
+	free(req->header_err);
 	free(req->raw_uri);
 	free(req->component);
 	buf_free(&req->body);

@@ -37,8 +37,9 @@ struct request {
 	char *raw_uri; /* byte for byte as received, query and all */
 	struct request_info ri;
 	bool ri_ok;
-	char *ri_err;	 /* why ri_ok is false */
-	char *component; /* User-Agent's first word, lower-cased; "" for none */
+	char *ri_err;	  /* why ri_ok is false */
+	char *header_err; /* a header no HTTP server may pass on (a CR in it...): why */
+	char *component;  /* User-Agent's first word, lower-cased; "" for none */
 	struct buf body;
 	size_t body_held; /* of the hub's body budget (http/limits.h) */
 	bool started, is_watch;
@@ -55,7 +56,8 @@ struct request {
 /* A request for raw_uri on conn, received now; NULL on ENOMEM. */
 struct request *request_new(struct MHD_Connection *conn, const char *raw_uri);
 /* Read what the request asks for (method, URI, User-Agent): ri, ri_ok,
- * ri_err, component.  0, or -1 on ENOMEM. */
+ * ri_err, component; and check every header's name and value (header_err).
+ * 0, or -1 on ENOMEM. */
 int request_begin(struct request *req, const char *method);
 void request_free(struct request *req);
 

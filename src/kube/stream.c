@@ -908,24 +908,29 @@ static int gunzip_emit(struct gunzip *g, size_t n)
 	return 0;
 }
 
-/* One inflate call: 1 to call again, 0 when it needs more input, -1. */
-static int gunzip_step(struct gunzip *g)
+/* One inflate call, of at most cap bytes of output (cap > 0): 1 to call
+ * again (input left, or zlib may hold more output: a match it could not
+ * finish copying), 0 when it needs more input, -1. */
+static int gunzip_step(struct gunzip *g, size_t cap)
 {
 	int ret;
+	uInt room = cap < GUNZIP_CHUNK ? (uInt)cap : GUNZIP_CHUNK;
 
 	if (!g->in_member) {
+		if (!g->z.avail_in)
+			return 0; /* nothing of a next member yet */
 		if (g->any_member && inflateReset(&g->z) != Z_OK)
 			return -1;
 		g->in_member = true;
 	}
 	g->z.next_out = (Bytef *)g->obuf;
-	g->z.avail_out = GUNZIP_CHUNK;
+	g->z.avail_out = room;
 	ret = inflate(&g->z, Z_NO_FLUSH);
 	if (ret != Z_OK && ret != Z_STREAM_END && ret != Z_BUF_ERROR)
 		return -1;
 	if (ret == Z_BUF_ERROR && g->z.avail_in > 0)
 		return -1; /* no progress with input and room: never for sound data */
-	if (gunzip_emit(g, GUNZIP_CHUNK - g->z.avail_out) < 0)
+	if (gunzip_emit(g, room - g->z.avail_out) < 0)
 		return -1;
 	if (ret == Z_STREAM_END) {
 		g->in_member = false;
@@ -935,21 +940,39 @@ static int gunzip_step(struct gunzip *g)
 	return g->z.avail_in > 0 || g->z.avail_out == 0;
 }
 
+int gunzip_feed_upto(struct gunzip *g, const char *data, size_t len, size_t max_out, size_t *used)
+{
+	uInt piece = len > (1u << 30) ? (1u << 30) : (uInt)len;
+	size_t out0 = g->total;
+	int r = 1;
+
+	*used = 0;
+	if (g->failed)
+		return -1;
+	g->z.next_in = (const Bytef *)data;
+	g->z.avail_in = piece;
+	while (r > 0 && g->total - out0 < max_out)
+		r = gunzip_step(g, max_out - (g->total - out0));
+	*used = piece - g->z.avail_in;
+	g->z.next_in = NULL; /* data is the caller's, valid only during the call */
+	g->z.avail_in = 0;
+	g->failed = r < 0;
+	if (g->failed)
+		return -1;
+	return r > 0 || *used < len;
+}
+
 int gunzip_feed(struct gunzip *g, const char *data, size_t len)
 {
-	while (!g->failed && len > 0) {
-		uInt piece = len > (1u << 30) ? (1u << 30) : (uInt)len;
-		int r;
+	size_t used;
+	int r;
 
-		g->z.next_in = (const Bytef *)data;
-		g->z.avail_in = piece;
-		while ((r = gunzip_step(g)) > 0)
-			;
-		g->failed = r < 0;
-		data += piece;
-		len -= piece;
-	}
-	return g->failed ? -1 : 0;
+	do {
+		r = gunzip_feed_upto(g, data, len, SIZE_MAX, &used);
+		data += used;
+		len -= used;
+	} while (r > 0);
+	return r;
 }
 
 int gunzip_finish(struct gunzip *g)

@@ -116,6 +116,13 @@ struct gunzip;
 struct gunzip *gunzip_new(size_t max_out, inflate_out_fn out, void *ctx);
 /* 0, or -1 on corrupt data, a stop from out, or too much output. */
 int gunzip_feed(struct gunzip *g, const char *data, size_t len);
+/* The same, but inflating no more than max_out bytes (out is called with at
+ * most that much in all): a reader that takes the output at its own pace
+ * never makes the hub hold what a few KB of gzip inflate to.  *used: the
+ * bytes of data consumed.  1 when it stopped at max_out with more to give -
+ * data past *used, or output zlib holds already (a call with len 0 gets
+ * it) - 0 when data was consumed and inflated whole, -1 as gunzip_feed. */
+int gunzip_feed_upto(struct gunzip *g, const char *data, size_t len, size_t max_out, size_t *used);
 int gunzip_finish(struct gunzip *g); /* -1 if the stream was cut */
 void gunzip_free(struct gunzip *g);
 

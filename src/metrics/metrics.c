@@ -445,6 +445,11 @@ int metrics_render(struct metrics *m, struct buf *o)
 		      "Responses whose caching was abandoned (queue full or store failing).",
 		      (long long)atomic_load(&m->cache_dropped));
 	rc = rc ? rc
+		: render_simple(o, "yurthub_cache_lists_refused_total", "counter",
+				"Lists not cached because they hold more than a cached list may "
+				"(items, bytes, copies of one object).",
+				(long long)atomic_load(&m->cache_lists_refused));
+	rc = rc ? rc
 		: render_simple(o, "yurthub_cache_queue_bytes", "gauge",
 				"Bytes of responses waiting to be written to the store.",
 				atomic_load(&m->cache_queue_bytes));

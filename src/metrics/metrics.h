@@ -57,8 +57,9 @@ struct metrics {
 	/* cache */
 	_Atomic uint64_t cache_writes[CACHE_OP_N];
 	_Atomic uint64_t cache_failures[CACHE_OP_N];
-	_Atomic uint64_t cache_dropped; /* streams whose caching was abandoned */
-	struct histogram store_seconds; /* one store call */
+	_Atomic uint64_t cache_dropped;	      /* streams whose caching was abandoned */
+	_Atomic uint64_t cache_lists_refused; /* over cache/list_bounds.h: not cached */
+	struct histogram store_seconds;	      /* one store call */
 	atomic_long cache_queue_bytes;
 
 	/* offline */

@@ -18,7 +18,7 @@
 #include "http/response.h"
 #include "kube/kinds.h"
 #include "kube/meta.h"
-#include "kube/patch.h"
+#include "kube/offline_authz.h"
 #include "proxy/local_internal.h"
 #include "proxy/local_token.h"
 #include "proxy/outbox.h"
@@ -124,19 +124,20 @@ int local_append_object(struct buf *out, const char *obj, size_t len, const stru
 	return rc ? rc : buf_append(out, rest, rest_len);
 }
 
-/* Find the cached object of req in its own component's cache, or another's:
- * 0 with the bytes in out and the component in *where (malloc'ed). */
-static int find_object(struct proxy *p, struct request *req, struct buf *out, char **where)
+/* Find the cached object ns/name of ri's resource in component own's
+ * cache, or another's: 0 with the bytes in out and the component in *where
+ * (malloc'ed). */
+static int find_cached(struct proxy *p, const char *own, const struct request_info *ri,
+		       const char *ns, const char *name, struct buf *out, char **where)
 {
 	struct component_list comps;
 	*where = NULL;
-	if (local_components(p, req->component, &comps) < 0)
+	if (local_components(p, own, &comps) < 0)
 		return -1;
 	int rc = -1;
 	for (size_t i = 0; i < comps.n && rc < 0; i++) {
 		struct store_key k;
-		if (cache_object_key(p->store, comps.v[i], &req->ri, req->ri.namespace,
-				     req->ri.name, &k) != STORE_OK)
+		if (cache_object_key(p->store, comps.v[i], ri, ns, name, &k) != STORE_OK)
 			continue;
 		buf_reset(out);
 		if (store_get(p->store, &k, out) == STORE_OK && (*where = strdup(comps.v[i])))
@@ -145,6 +146,13 @@ static int find_object(struct proxy *p, struct request *req, struct buf *out, ch
 	}
 	local_components_free(&comps);
 	return rc;
+}
+
+/* The cached object req names. */
+static int find_object(struct proxy *p, struct request *req, struct buf *out, char **where)
+{
+	return find_cached(p, req->component, &req->ri, req->ri.namespace, req->ri.name, out,
+			   where);
 }
 
 /* A Status's details: {"name":...,["group":...,]"kind":...}; NULL on ENOMEM
@@ -201,12 +209,6 @@ static int local_get(struct proxy *p, struct request *req)
 }
 
 /* ---- writes ---- */
-
-static bool is_event(const struct request_info *ri)
-{
-	return !strcmp(ri->resource, "events") &&
-	       (!*ri->api_group || !strcmp(ri->api_group, "events.k8s.io"));
-}
 
 /* JWTs use base64url without padding.  0 or -1. */
 static int append_b64url(struct buf *out, const void *data, size_t len)
@@ -266,15 +268,48 @@ static int offline_token(struct buf *token, const char *ns, const char *name, lo
 	return rc;
 }
 
-/* TokenRequest offline: a token that says so, valid for a minute, like the
- * Go YurtHub's; nobody can verify it, and the cloud is not there to ask. */
-static int fake_token(struct request *req)
+/* A refused offline write: its Status, and a line in the log (a client
+ * trying what the node may not do is worth knowing of). */
+static int refuse(struct request *req, const struct offline_refusal *why)
 {
-	json_t *tr = json_loadb(buf_cstr(&req->body), req->body.len, 0, NULL);
-	if (!json_is_object(tr)) {
-		json_decref(tr);
-		return local_status(req, 400, "the TokenRequest does not parse");
+	const struct request_info *ri = &req->ri;
+	const char *msg = why->message ? why->message : "the write is refused";
+	if (why->code == 403)
+		log_info("offline %s of %s by \"%s\" refused: %s", request_info_verb(ri),
+			 req->raw_uri, req->component, msg);
+	struct buf details = BUF_INIT;
+	int r = reply_status(req, why->code, why->reason, msg,
+			     why->name ? status_details(&details, why->name,
+							*ri->api_group ? ri->api_group : NULL,
+							ri->resource)
+				       : NULL);
+	buf_free(&details);
+	return r;
+}
+
+/* TokenRequest offline, for a service account of a pod bound to this node
+ * (offline_authz_token): a token that says so, valid for a minute, like the
+ * Go YurtHub's; nobody can verify it, and the cloud is not there to ask. */
+static int fake_token(struct proxy *p, struct request *req, const struct offline_write *w)
+{
+	static const struct request_info pods = {
+	    .api_group = "", .api_version = "v1", .resource = "pods"};
+	struct buf pod = BUF_INIT;
+	char *pod_name = offline_authz_token_pod(w), *where = NULL;
+	bool cached = pod_name && find_cached(p, req->component, &pods, req->ri.namespace, pod_name,
+					      &pod, &where) == 0;
+	struct offline_refusal why;
+	int ok = offline_authz_token(w, cached ? pod.data : NULL, pod.len, &why);
+	free(pod_name);
+	free(where);
+	buf_free(&pod);
+	if (ok < 0) {
+		int r = refuse(req, &why);
+		offline_refusal_free(&why);
+		return r;
 	}
+	offline_refusal_free(&why);
+	json_t *tr = json_loadb(buf_cstr(&req->body), req->body.len, 0, NULL);
 	time_t exp = time(NULL) + 60;
 	char stamp[32];
 	struct tm tm;
@@ -282,7 +317,7 @@ static int fake_token(struct request *req)
 	strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
 	struct buf token = BUF_INIT;
 	char *text = NULL;
-	if (offline_token(&token, req->ri.namespace, req->ri.name, (long long)exp) == 0) {
+	if (tr && offline_token(&token, req->ri.namespace, req->ri.name, (long long)exp) == 0) {
 		json_t *status = json_pack("{s:s, s:s}", "token", buf_cstr(&token),
 					   "expirationTimestamp", stamp);
 		if (status && json_object_set_new(tr, "status", status) == 0)
@@ -295,15 +330,15 @@ static int fake_token(struct request *req)
 	return reply_bytes(req, 201, text, strlen(text), "application/json");
 }
 
-static int local_create(struct proxy *p, struct request *req)
+/* The creates offline_authz_request() allowed: the token, Events kept to
+ * be sent later, this node's Node and Lease echoed. */
+static int local_create(struct proxy *p, struct request *req, const struct offline_write *w,
+			enum offline_write_kind kind)
 {
-	const struct request_info *ri = &req->ri;
-	if (!strcmp(ri->resource, "serviceaccounts") && !strcmp(ri->subresource, "token"))
-		return fake_token(req);
-	if (*ri->subresource)
-		return local_status(req, 503, "this request needs the cloud, which is unreachable");
+	if (kind == OFFLINE_WRITE_TOKEN)
+		return fake_token(p, req, w);
 	const char *ct = request_header(req, "Content-Type");
-	if (is_event(ri) && p->outbox) {
+	if (kind == OFFLINE_WRITE_EVENT_CREATE && p->outbox) {
 		int rc =
 		    outbox_add(p->outbox, req->raw_uri, ct, buf_cstr(&req->body), req->body.len);
 		if (rc < 0)
@@ -315,41 +350,6 @@ static int local_create(struct proxy *p, struct request *req)
 		return -1;
 	size_t len = echo.len;
 	return reply_bytes(req, 201, buf_steal(&echo), len, ct ? ct : "application/json");
-}
-
-/* The new content of an update/patch of old; 0 or an HTTP error code. */
-static int updated_object(struct request *req, const char *old, size_t old_len, struct buf *out,
-			  char **why)
-{
-	const char *body = buf_cstr(&req->body);
-	if (req->ri.verb == VERB_PATCH) {
-		enum patch_type t = patch_type_of(request_header(req, "Content-Type"));
-		if (t == PATCH_UNSUPPORTED) {
-			*why = strdup("this patch type needs the cloud, which is unreachable");
-			return 415;
-		}
-		return patch_apply(t, old, old_len, body, req->body.len, out, why) < 0 ? 422 : 0;
-	}
-	json_t *o = json_loadb(old, old_len, 0, NULL),
-	       *n = json_loadb(body, req->body.len, 0, NULL);
-	int code = 0;
-	if (!json_is_object(o) || !json_is_object(n)) {
-		*why = strdup("the object does not parse");
-		code = 400;
-	} else if (!strcmp(req->ri.subresource, "status")) {
-		/* a status update changes the status only */
-		json_t *st = json_object_get(n, "status");
-		if (st)
-			json_object_set(o, "status", st);
-		char *text = json_dumps(o, JSON_COMPACT);
-		code = text && buf_append_str(out, text) == 0 ? 0 : 500;
-		free(text);
-	} else {
-		code = buf_append(out, body, req->body.len) == 0 ? 0 : 500;
-	}
-	json_decref(o);
-	json_decref(n);
-	return code;
 }
 
 /* obj's metadata.resourceVersion set to rv; 0 or -1. */
@@ -416,43 +416,30 @@ static void store_local_write(struct proxy *p, struct request *req, const char *
 			 req->raw_uri, store_strerror(e));
 }
 
-static int local_write(struct proxy *p, struct request *req)
+/* An update or patch offline_authz_request() allowed: the new object is
+ * decided from the cached one (offline_authz_update), then stored at a
+ * local resourceVersion; when it is refused nothing is stored, and no
+ * watcher told. */
+static int local_write(struct proxy *p, struct request *req, const struct offline_write *w,
+		       enum offline_write_kind kind)
 {
-	if (*req->ri.subresource && strcmp(req->ri.subresource, "status"))
-		return local_status(req, 503, "this request needs the cloud, which is unreachable");
 	struct buf old = BUF_INIT, upd = BUF_INIT;
-	char *where = NULL, *why = NULL;
+	char *where = NULL;
 	if (find_object(p, req, &old, &where) < 0) {
 		buf_free(&old);
 		return not_cached(req);
 	}
-	struct kube_meta om, nm;
-	kube_meta_parse(old.data, old.len, &om);
-	int code = updated_object(req, old.data, old.len, &upd, &why);
-	if (code == 0 && kube_meta_parse(upd.data, upd.len, &nm) == 0) {
-		/* optimistic concurrency, as the API server: an update made from an
-		 * older copy than the one cached is a conflict */
-		if (req->ri.verb == VERB_UPDATE && nm.resource_version && *nm.resource_version &&
-		    nm.rv != om.rv) {
-			code = 409;
-			why =
-			    strdup("the object has been modified; apply your changes to the latest "
-				   "version and try again");
-		}
-		kube_meta_free(&nm);
-	} else if (code == 0) {
-		code = 422;
-		why = strdup("the result is not an object");
-	}
-	if (code == 0)
-		store_local_write(p, req, where, &upd, om.rv);
-	if (code == 0 && !strcmp(req->ri.resource, "pods") && !*req->ri.api_group)
-		local_follow_pod(p, old.data, old.len, upd.data, upd.len);
-	kube_meta_free(&om);
+	struct offline_refusal why;
 	int r;
-	if (code) {
-		r = local_status(req, code, why ? why : "the update cannot be applied");
+	if (offline_authz_update(w, kind, old.data, old.len, &upd, &why) < 0) {
+		r = refuse(req, &why);
 	} else {
+		uint64_t old_rv = 0;
+		if (kube_meta_rv(old.data, old.len, &old_rv) < 0)
+			old_rv = 0;
+		store_local_write(p, req, where, &upd, old_rv);
+		if (kind == OFFLINE_WRITE_POD_STATUS)
+			local_follow_pod(p, old.data, old.len, upd.data, upd.len);
 		struct buf out = BUF_INIT;
 		struct local_kind k;
 		local_kind_of(p, req, &k);
@@ -460,10 +447,37 @@ static int local_write(struct proxy *p, struct request *req)
 		local_kind_free(&k);
 		r = answer_json(req, 200, &out);
 	}
-	free(why);
+	offline_refusal_free(&why);
 	free(where);
 	buf_free(&old);
 	buf_free(&upd);
+	return r;
+}
+
+/* Creates, updates and patches: only what this node could write online
+ * (kube/offline_authz.h), judged before anything is looked up or stored. */
+static int local_write_request(struct proxy *p, struct request *req)
+{
+	const struct request_info *ri = &req->ri;
+	struct offline_write w = {
+	    .ri = ri,
+	    .node = p->node_name ? p->node_name : "",
+	    .own_credentials =
+		request_header(req, "Authorization") != NULL || req->auth == REQ_AUTH_BEARER,
+	    .content_type = request_header(req, "Content-Type"),
+	    .body = buf_cstr(&req->body),
+	    .body_len = req->body.len,
+	};
+	struct offline_refusal why;
+	enum offline_write_kind kind = offline_authz_request(&w, &why);
+	int r;
+	if (kind == OFFLINE_WRITE_DENIED)
+		r = refuse(req, &why);
+	else if (ri->verb == VERB_CREATE)
+		r = local_create(p, req, &w, kind);
+	else
+		r = local_write(p, req, &w, kind);
+	offline_refusal_free(&why);
 	return r;
 }
 
@@ -533,10 +547,9 @@ int local_answer(struct proxy *p, struct request *req)
 	case VERB_WATCH:
 		return local_watch(p, req);
 	case VERB_CREATE:
-		return local_create(p, req);
 	case VERB_UPDATE:
 	case VERB_PATCH:
-		return local_write(p, req);
+		return local_write_request(p, req);
 	case VERB_DELETE:
 	case VERB_DELETECOLLECTION: {
 		struct buf details = BUF_INIT;

@@ -11,10 +11,14 @@
  *                sendInitialEvents), the initial-events-end bookmark, bookmark
  *                heartbeats; ends at timeoutSeconds, and within 2 s after the
  *                cloud is back so that clients re-list from it
- *   create       201 echoing the object; Events are kept to be sent later
+ *   writes       only those this node could make online (kube/offline_authz.h),
+ *                judged before anything is stored; any other is 403:
+ *   create       201 echoing this node's Node or Lease; Events are kept to be
+ *                sent later; a TokenRequest for a pod of this node: a token
  *   update/patch applied to the cached object at a local resourceVersion
- *                (cache/local_changes.h), 200; watchers get it as MODIFIED,
- *                and endpoints follow this node's pods (local_follow.c)
+ *                (cache/local_changes.h), 200 (a status write changes the
+ *                status only); watchers get it as MODIFIED, and endpoints
+ *                follow this node's pods (local_follow.c)
  *   delete       403
  *   discovery    from the cached documents
  *

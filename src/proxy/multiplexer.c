@@ -282,6 +282,25 @@ static struct mux_resource *resource_new(struct multiplexer *m, const char *gvr)
 	return r;
 }
 
+/* Why a resource (of the core group or not) is never pool-scope, or
+ * NULL.  A pool-scope list is read with one node's identity and served to
+ * every hub of the pool, through the leader port too; a node may read a
+ * Secret only when one of its own pods uses it (kube-apiserver's Node
+ * authorizer). */
+static const char *never_pool_scope(bool core, const char *resource)
+{
+	if (core && !strcmp(resource, "secrets"))
+		return "a node may read only the Secrets its own pods use";
+	return NULL;
+}
+
+/* The same for a configured "group/version/resource". */
+static const char *gvr_never_pool_scope(const char *gvr)
+{
+	const char *first = strchr(gvr, '/'), *last = strrchr(gvr, '/');
+	return first ? never_pool_scope(first == gvr, last + 1) : NULL;
+}
+
 static struct mux_resource *find_gvr(struct multiplexer *m, const char *gvr)
 {
 	for (size_t i = 0; i < m->n; i++)
@@ -303,6 +322,15 @@ static int set_resources_locked(struct multiplexer *m, const char *const *gvrs, 
 {
 	int rc = 0;
 	for (size_t i = 0; i < n; i++) {
+		const char *why = gvr_never_pool_scope(gvrs[i]);
+		if (why) {
+			log_error(
+			    "multiplexer: \"%s\" is refused as a pool-scope resource: %s; it is "
+			    "never shared, nor served on the leader port (the rest of the "
+			    "list applies)",
+			    gvrs[i], why);
+			continue;
+		}
 		struct mux_resource *r = find_gvr(m, gvrs[i]);
 		if (!r) {
 			if (m->n == m->cap) {
@@ -661,12 +689,54 @@ int multiplexer_answer(struct proxy *p, struct request *req, int *rc)
 	return res ? answer(p, req, res, c, false, rc) : 0;
 }
 
+static int members_unknown(struct request *req)
+{
+	struct reply *r = reply_status_new(
+	    503, NULL,
+	    "the pool's members are not known yet (its NodePool has not been listed): try again",
+	    NULL);
+	if (r)
+		reply_header(r, "Retry-After", "5");
+	return reply_send(req, 503, r);
+}
+
+int multiplexer_admit_peer(struct proxy *p, struct request *req, const char *node)
+{
+	char *pool = NULL;
+	enum pool_membership pm =
+	    p->cluster ? cluster_pool_member(p->cluster, node, &pool) : POOL_MEMBERS_UNKNOWN;
+	int rc = 1;
+	if (pm == POOL_MEMBERS_UNKNOWN) {
+		rc = members_unknown(req);
+	} else if (pm == POOL_NOT_MEMBER) {
+		struct buf msg = BUF_INIT;
+		if (buf_printf(&msg,
+			       "node \"%s\" is not a member of NodePool \"%s\": this port serves "
+			       "the hubs of its pool's nodes only",
+			       node, pool ? pool : "") < 0)
+			rc = -1;
+		else
+			rc = reply_status(req, 403, "Forbidden", buf_cstr(&msg), NULL);
+		log_v(2, "leader port: node %s refused: not in NodePool %s", node,
+		      pool ? pool : "");
+		buf_free(&msg);
+	}
+	free(pool);
+	return rc;
+}
+
 int multiplexer_answer_peer(struct proxy *p, struct request *req)
 {
 	struct multiplexer *m = p->mux;
 	struct mux_cache *c = NULL;
 	struct mux_resource *res = NULL;
 	int rc = 0;
+	bool core = !req->ri.api_group || !*req->ri.api_group;
+	if (req->ri.resource && never_pool_scope(core, req->ri.resource))
+		return reply_status(req, 403, "Forbidden",
+				    "this port never serves Secrets: each node reads its own pods' "
+				    "Secrets from the cloud",
+				    NULL);
 	if (m && is_list_or_watch(&req->ri) && cache_can_answer(req) &&
 	    (res = resource_for(m, req, &c)) && answer(p, req, res, c, true, &rc))
 		return rc;

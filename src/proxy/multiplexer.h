@@ -87,8 +87,14 @@ bool multiplexer_is_upstream(struct multiplexer *m, const struct request *req);
  * handler's result), or 0 (not the multiplexer's: the ordinary path). */
 int multiplexer_answer(struct proxy *p, struct request *req, int *rc);
 /* Answer another hub of the pool (this hub is their leader): a list or
- * watch of a pool-scope resource, unfiltered; anything else is 403.  The
- * handler's result. */
+ * watch of a pool-scope resource, unfiltered; anything else - Secrets
+ * always - is 403.  The handler's result.  Secrets are never pool-scope:
+ * multiplexer_new and multiplexer_set_resources drop them, logged. */
 int multiplexer_answer_peer(struct proxy *p, struct request *req);
+/* Whether the hub of node (from its verified certificate) may use the
+ * leader port: only the nodes of this node's NodePool (status.nodes) may;
+ * another gets 403, and all get 503 (Retry-After) while the pool's
+ * members are not known.  1 admitted, else the answer's result. */
+int multiplexer_admit_peer(struct proxy *p, struct request *req, const char *node);
 
 #endif

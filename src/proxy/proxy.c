@@ -103,6 +103,11 @@ int proxy_handle_peer(void *ctx, struct request *req)
 	return multiplexer_answer_peer(p, req);
 }
 
+int proxy_admit_peer(void *ctx, struct request *req, const char *node)
+{
+	return multiplexer_admit_peer(ctx, req, node);
+}
+
 void proxy_stop(struct proxy *p)
 {
 	atomic_store(&p->stopping, true);

@@ -68,6 +68,8 @@ int proxy_handle(void *ctx, struct request *req);
 /* The handler of a leader's multiplexer port: the pool's other hubs' lists and
  * watches of pool-scope resources (multiplexer_answer_peer). */
 int proxy_handle_peer(void *ctx, struct request *req);
+/* Whether a node may use the multiplexer port (multiplexer_admit_peer). */
+int proxy_admit_peer(void *ctx, struct request *req, const char *node);
 
 /* The hub is stopping: watches and other long requests end. */
 void proxy_stop(struct proxy *p);

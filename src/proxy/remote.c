@@ -66,6 +66,10 @@ struct remote {
 	filter_mask filters; /* chosen for the request (cluster/cluster.h) */
 	struct rewrite *rw;  /* the body filtered on its way, see start_filtering() */
 	bool rw_gunzips;     /* ... from gzip: the client gets it plain */
+	/* the cloud's side is over, but gzip it sent still waits for the
+	 * client to make room (rewrite_backlog): then it ends with this */
+	bool upstream_over;
+	CURLcode upstream_result;
 
 	int client_fd;
 	struct timespec deadline; /* tv_sec 0: none */
@@ -169,11 +173,20 @@ static int pass_on(void *p, const char *data, size_t len)
 	return 0;
 }
 
+/* What the client may still be given before it reads (the filters'
+ * inflating waits for this). */
+static size_t room_for_client(void *p)
+{
+	const struct remote *r = p;
+	size_t held = r->pending.len - r->pending_off;
+	return held < LIMIT_PENDING ? LIMIT_PENDING - held : 0;
+}
+
 static size_t on_body(char *data, size_t size, size_t n, void *p)
 {
 	struct remote *r = p;
 	size_t len = size * n;
-	if (r->pending.len - r->pending_off >= LIMIT_PENDING) {
+	if (r->pending.len - r->pending_off >= LIMIT_PENDING || (r->rw && rewrite_backlog(r->rw))) {
 		r->paused = true;
 		return CURL_WRITEFUNC_PAUSE; /* the client is slower: let TCP push back */
 	}
@@ -244,6 +257,27 @@ static void abort_with(struct remote *r, const char *why)
 	finish(r, CURLE_ABORTED_BY_CALLBACK);
 }
 
+/* The transfer is over: the answer ends, once the gzip that waits for the
+ * client's pace (if any) is through the filters. */
+static void upstream_ended(struct remote *r, CURLcode result)
+{
+	if (result == CURLE_OK && r->rw && rewrite_backlog(r->rw)) {
+		r->upstream_over = true;
+		r->upstream_result = result;
+		return;
+	}
+	finish(r, result);
+}
+
+/* More of the gzip that waits, as far as the client has room. */
+static void resume_filtering(struct remote *r)
+{
+	if (rewrite_resume(r->rw) == 0)
+		return;
+	log_warn("proxy: %s: the answer cannot be filtered: %s", r->b->url, rewrite_error(r->rw));
+	finish(r, CURLE_WRITE_ERROR);
+}
+
 static bool have_data(const struct remote *r)
 {
 	return r->pending.len > r->pending_off;
@@ -287,6 +321,15 @@ static void pump(struct remote *r, bool want_headers)
 			abort_with(r, "deadline");
 			break;
 		}
+		/* what came and waits goes first; curl is paused meanwhile */
+		if (r->rw && rewrite_backlog(r->rw)) {
+			resume_filtering(r);
+			continue;
+		}
+		if (r->upstream_over) {
+			finish(r, r->upstream_result);
+			break;
+		}
 		if (r->paused && r->pending.len - r->pending_off < LIMIT_PENDING / 2) {
 			r->paused = false;
 			curl_easy_pause(r->easy, CURLPAUSE_CONT);
@@ -300,9 +343,11 @@ static void pump(struct remote *r, bool want_headers)
 		int left;
 		while ((msg = curl_multi_info_read(r->multi, &left)))
 			if (msg->msg == CURLMSG_DONE)
-				finish(r, msg->data.result);
+				upstream_ended(r, msg->data.result);
 		if (r->done || (want_headers ? r->headers_done : have_data(r)))
 			break;
+		if (r->upstream_over)
+			continue; /* the backlog, then the end: nothing to wait for */
 		struct curl_waitfd extra = {r->client_fd, CURL_WAIT_POLLIN, 0};
 		/* waiting for an answer, the health checker's verdict is looked
 		 * at often: the client is answered from the cache at once */
@@ -664,8 +709,11 @@ static int start_filtering(struct remote *r, const struct request_info *ri)
 	struct filter_target t = {ri->api_group, ri->api_version, ri->resource};
 	r->rw = rewrite_new(shape_of(ri), gz, r->filters, &t, cluster_env_ref(r->p->cluster),
 			    pass_on, r);
+	if (!r->rw)
+		return -1;
+	rewrite_set_room(r->rw, room_for_client);
 	r->rw_gunzips = gz;
-	return r->rw ? 0 : -1;
+	return 0;
 }
 
 /* The bytes that came with the headers, to the cache or through the
@@ -773,7 +821,7 @@ enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cach
 	}
 	if (r->done) { /* it ended with the headers: the filters' end, the cache's */
 		r->done = false;
-		finish(r, r->result);
+		upstream_ended(r, r->result);
 	}
 	if (answer_object(r, req, &out))
 		return out;

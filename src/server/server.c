@@ -22,6 +22,7 @@
 
 #include "http/limits.h"
 #include "http/response.h"
+#include "server/client_ca.h"
 #include "server/tls.h"
 #include "util/fsutil.h"
 #include "util/log.h"
@@ -50,9 +51,8 @@ struct server {
 	struct daemon_ctx daemons[MAX_DAEMONS];
 	size_t n; /* started, or being started */
 	bool stopping, secure_started, peer_started;
-	struct buf client_ca;
-	char *client_ca_file; /* NULL: no secure port */
-	char *peer_addr;      /* the multiplexer port, once asked for */
+	struct client_ca *client_ca; /* NULL: no secure port */
+	char *peer_addr;	     /* the multiplexer port, once asked for */
 	int peer_port;
 	char *dummy_addr;
 	const struct config *cfg;
@@ -108,51 +108,65 @@ static enum MHD_Result result(int rc)
 
 /* ---- the secure port's client check ---- */
 
-static bool client_cert_ok(struct MHD_Connection *c)
+static gnutls_session_t tls_session(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-	if (!ci || !ci->tls_session)
-		return false;
-	gnutls_session_t s = (gnutls_session_t)ci->tls_session;
-	unsigned int list_size = 0;
-	if (!gnutls_certificate_get_peers(s, &list_size) || list_size == 0)
-		return false;
-	unsigned int status = 0;
-	return gnutls_certificate_verify_peers2(s, &status) == GNUTLS_E_SUCCESS && status == 0;
+	return ci ? (gnutls_session_t)ci->tls_session : NULL;
 }
+
+/* A client certificate of the client CA that may be used to authenticate
+ * a TLS client: as kube-apiserver (Go's x509 with ExtKeyUsageClientAuth),
+ * a certificate of the chain that names extended key usages must name
+ * "TLS WWW client" or "any"; one that names none is not restricted.
+ * GnuTLS's key purpose check is that rule (a leaf or CA with serverAuth
+ * only fails it). */
+static bool client_cert_ok(struct MHD_Connection *c)
+{
+	gnutls_session_t s = tls_session(c);
+	unsigned int list_size = 0;
+	if (!s || !gnutls_certificate_get_peers(s, &list_size) || list_size == 0)
+		return false;
+	gnutls_typed_vdata_st purpose = {.type = GNUTLS_DT_KEY_PURPOSE_OID,
+					 .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT};
+	unsigned int status = 0;
+	return gnutls_certificate_verify_peers(s, &purpose, 1, &status) == GNUTLS_E_SUCCESS &&
+	       status == 0;
+}
+
+#define NODE_PREFIX   "system:node:"
+#define NODE_NAME_MAX 253 /* a DNS subdomain, as a Node's name */
 
 /* Whether the client's verified certificate is a node's: CN
  * system:node:<name> and O system:nodes, as kube-apiserver's Node
- * authorizer knows nodes. */
-static bool client_is_node(struct MHD_Connection *c)
+ * authorizer knows nodes; the name then goes to node.  A longer CN is no
+ * node's. */
+static bool client_is_node(struct MHD_Connection *c, char node[NODE_NAME_MAX + 1])
 {
 	if (!client_cert_ok(c))
 		return false;
-	const union MHD_ConnectionInfo *ci =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-	gnutls_session_t s = (gnutls_session_t)ci->tls_session;
 	unsigned int n = 0;
-	const gnutls_datum_t *chain = gnutls_certificate_get_peers(s, &n);
+	const gnutls_datum_t *chain = gnutls_certificate_get_peers(tls_session(c), &n);
 	gnutls_x509_crt_t crt;
 	if (!chain || !n || gnutls_x509_crt_init(&crt) < 0)
 		return false;
-	bool node = false;
-	char v[256];
+	bool is_node = false;
+	char v[sizeof NODE_PREFIX + NODE_NAME_MAX];
 	size_t len = sizeof v;
 	if (gnutls_x509_crt_import(crt, &chain[0], GNUTLS_X509_FMT_DER) >= 0 &&
 	    gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, 0, v, &len) >= 0 &&
-	    !strncmp(v, "system:node:", 12) && v[12]) {
-		for (unsigned int i = 0; !node; i++) {
+	    !strncmp(v, NODE_PREFIX, strlen(NODE_PREFIX)) && v[strlen(NODE_PREFIX)]) {
+		memcpy(node, v + strlen(NODE_PREFIX), strlen(v + strlen(NODE_PREFIX)) + 1);
+		for (unsigned int i = 0; !is_node; i++) {
 			len = sizeof v;
 			if (gnutls_x509_crt_get_dn_by_oid(crt, GNUTLS_OID_X520_ORGANIZATION_NAME, i,
 							  0, v, &len) < 0)
 				break;
-			node = !strcmp(v, "system:nodes");
+			is_node = !strcmp(v, "system:nodes");
 		}
 	}
 	gnutls_x509_crt_deinit(crt);
-	return node;
+	return is_node;
 }
 
 /* A pod's service-account token: the request goes to the cloud without
@@ -170,15 +184,26 @@ static bool bearer(const struct request *req)
  * 1 when nothing is, else the answer's result. */
 static int refuse_early(struct daemon_ctx *dc, struct request *req)
 {
+	/* before the client is judged, as the API server parses before it
+	 * authenticates; on every port, so that no path passes one on */
+	if (req->header_err)
+		return reply_status(req, 400, NULL, req->header_err, NULL);
 	if (dc->kind == PORT_HUB)
 		return 1;
 	if (dc->kind == PORT_PEER) {
-		if (!client_is_node(req->conn))
+		char node[NODE_NAME_MAX + 1];
+		if (!client_is_node(req->conn, node))
 			return reply_status(req, 401, NULL,
 					    "a node's client certificate (CN system:node:<name>, O "
-					    "system:nodes) signed by the cluster CA is required",
+					    "system:nodes, usable as a TLS client) signed by the "
+					    "cluster CA is required",
 					    NULL);
 		req->auth = REQ_AUTH_NODE;
+		int rc = dc->routes->peer_admit
+			     ? dc->routes->peer_admit(dc->routes->proxy_ctx, req, node)
+			     : 1;
+		if (rc != 1)
+			return rc;
 	}
 	if (dc->kind == PORT_PROXY_TLS) {
 		if (client_cert_ok(req->conn))
@@ -188,8 +213,8 @@ static int refuse_early(struct daemon_ctx *dc, struct request *req)
 		else
 			return reply_status(
 			    req, 401, NULL,
-			    "a client certificate signed by the hub's client CA, or a "
-			    "bearer token, is required",
+			    "a client certificate signed by the hub's client CA and usable "
+			    "as a TLS client, or a bearer token, is required",
 			    NULL);
 	}
 	return gate_admit(dc->routes->gate, req);
@@ -280,6 +305,21 @@ static int bind_addr(const char *host, int port, struct sockaddr_storage *ss, so
 	return -1;
 }
 
+/* Each TLS connection gets the client CA current when it starts, before
+ * its handshake; it holds that CA until it closes (client_ca.h). */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_ctx,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct client_ca *ca = cls;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		gnutls_session_t s = tls_session(c);
+		*socket_ctx = s ? client_ca_attach(ca, s) : NULL;
+	} else {
+		client_ca_release(*socket_ctx);
+		*socket_ctx = NULL;
+	}
+}
+
 static int start_daemon(struct server *s, enum port_kind kind, const char *host, int port)
 {
 	if (s->n == MAX_DAEMONS)
@@ -320,8 +360,8 @@ static int start_daemon(struct server *s, enum port_kind kind, const char *host,
 		/* a pointer option: libmicrohttpd reads it from ptr_value */
 		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_CERT_CALLBACK, 0,
 						    (void *)(intptr_t)tls_serving_retrieve};
-		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_TRUST, 0,
-						    (void *)s->client_ca.data};
+		opts[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION,
+						    (intptr_t)on_connection, s->client_ca};
 	}
 	opts[n++] = (struct MHD_OptionItem){MHD_OPTION_END, 0, NULL};
 	dc->d = MHD_start_daemon(flags, 0, NULL, NULL, on_request, dc, MHD_OPTION_ARRAY, opts,
@@ -358,25 +398,11 @@ static int start_proxy_port(struct server *s, enum port_kind kind, const struct 
 	return 0;
 }
 
-/* s->client_ca from its file, unless read already; under s->lock.  0,
- * -ENOENT (not there yet), or another -errno (logged). */
-static int load_client_ca(struct server *s)
-{
-	if (s->client_ca.len)
-		return 0;
-	int rc = fs_read_operator_file(s->client_ca_file, &s->client_ca, 1 << 20);
-	if (rc < 0 && rc != -ENOENT)
-		log_error("cannot read the client CA %s: %s", s->client_ca_file, strerror(-rc));
-	if (rc < 0)
-		buf_reset(&s->client_ca);
-	return rc < 0 ? rc : 0;
-}
-
 /* Start the multiplexer port asked for, if it can now; under s->lock. */
 static void try_peer_locked(struct server *s)
 {
-	if (s->stopping || s->peer_started || !s->peer_addr || !s->client_ca_file ||
-	    !tls_serving_ready() || load_client_ca(s) < 0)
+	if (s->stopping || s->peer_started || !s->peer_addr || !s->client_ca ||
+	    !tls_serving_ready() || client_ca_check(s->client_ca) < 0)
 		return;
 	s->peer_started = true; /* once, even if it fails: logged */
 	if (start_daemon(s, PORT_PEER, s->peer_addr, s->peer_port) == 0)
@@ -409,9 +435,9 @@ int server_enable_secure(struct server *s)
 		return 0;
 	pthread_mutex_lock(&s->lock);
 	int rc = 0;
-	if (!s->stopping && !s->secure_started && s->cfg->proxy_secure_port && s->client_ca_file &&
+	if (!s->stopping && !s->secure_started && s->cfg->proxy_secure_port && s->client_ca &&
 	    tls_serving_ready()) {
-		rc = load_client_ca(s);
+		rc = client_ca_check(s->client_ca);
 		if (rc == -ENOENT) {
 			rc = 0; /* bootstrap has not found the cluster CA yet */
 		} else if (rc == 0) {
@@ -422,7 +448,8 @@ int server_enable_secure(struct server *s)
 				log_msg('I', 0, "secure port %d serving",
 					s->cfg->proxy_secure_port);
 		}
-	}
+	} else if (s->client_ca && (s->secure_started || s->peer_started))
+		(void)client_ca_check(s->client_ca); /* the cluster CA may have changed */
 	try_peer_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
@@ -439,7 +466,7 @@ int server_start(const struct config *cfg, const struct server_routes *routes,
 	s->cfg = cfg;
 	s->routes = *routes;
 	if ((dummy_addr && !(s->dummy_addr = strdup(dummy_addr))) ||
-	    (client_ca_file && !(s->client_ca_file = strdup(client_ca_file))))
+	    (client_ca_file && !(s->client_ca = client_ca_new(client_ca_file))))
 		return -1;
 	if (start_daemon(s, PORT_HUB, cfg->bind_address, cfg->serve_port) < 0)
 		return -1;
@@ -496,8 +523,7 @@ void server_stop(struct server *s)
 		if (dc->quiesced_fd >= 0 && close(dc->quiesced_fd) < 0)
 			log_v(1, "closing a listening socket: %s", strerror(errno));
 	}
-	buf_free(&s->client_ca);
-	free(s->client_ca_file);
+	client_ca_free(s->client_ca); /* no connection holds it: all closed */
 	free(s->peer_addr);
 	free(s->dummy_addr);
 	pthread_mutex_destroy(&s->lock);

@@ -11,6 +11,12 @@
  * the limits of http/limits.h (--max-requests-in-flight, the body sizes),
  * and collected the body.  It counts every finished proxy request in the metrics.
  *
+ * A client certificate counts on the secure port and the multiplexer port
+ * when it verifies against the client CA (server/client_ca.h: reloaded
+ * when its file changes) and may be used as a TLS client (its extended key
+ * usage, as kube-apiserver checks it).  On the multiplexer port it must
+ * also name a node, which routes->peer_admit checks is of this pool.
+ *
  * Each port listens on one address, the proxy ports on a second one too
  * when the hub has its dummy interface: one libmicrohttpd daemon per
  * address and port, each with its own listener thread.
@@ -35,7 +41,11 @@ struct server_routes {
 	server_handler proxy; /* both proxy ports */
 	void *proxy_ctx;
 	server_handler peer; /* a leader's multiplexer port, with proxy_ctx */
-	server_handler hub;  /* the serve port */
+	/* whether the node whose certificate the multiplexer port verified
+	 * may be served there (with proxy_ctx): 1 yes, else req was answered
+	 * (that answer's 0 or -1) */
+	int (*peer_admit)(void *ctx, struct request *req, const char *node);
+	server_handler hub; /* the serve port */
 	void *hub_ctx;
 	struct metrics *metrics;
 	struct request_gate *gate; /* --max-requests-in-flight, the body budget */
@@ -52,7 +62,9 @@ int server_start(const struct config *cfg, const struct server_routes *routes,
 /* Start the secure port (--proxy-secure-port) if it is not serving yet and
  * can: client_ca_file of server_start() was given and is there, and
  * server/tls.h has a certificate.  Any thread, any number of times; the
- * hub calls it when bootstrap brings either.  0, or -1 when it failed to
+ * hub calls it when bootstrap brings either, and when the cluster CA may
+ * have changed: the client CA is then read again if its file changed
+ * (server/client_ca.h; each connection also looks as it starts).  0, or -1 when it failed to
  * listen (logged). */
 int server_enable_secure(struct server *s);
 /* Start the multiplexer port on addr:port, once (later calls change

@@ -192,6 +192,25 @@ int fs_read_operator_file(const char *path, struct buf *out, size_t max)
 	return read_open_file(fd, out, max, NULL);
 }
 
+void fs_stamp(const char *path, struct file_stamp *fs)
+{
+	struct stat st;
+	memset(fs, 0, sizeof *fs);
+	if (!path || stat(path, &st) != 0) /* stat, not lstat: the link's target */
+		return;
+	fs->ok = true;
+	fs->dev = st.st_dev;
+	fs->ino = st.st_ino;
+	fs->mtime = st.st_mtim;
+	fs->size = st.st_size;
+}
+
+bool fs_stamp_eq(const struct file_stamp *a, const struct file_stamp *b)
+{
+	return a->ok == b->ok && a->dev == b->dev && a->ino == b->ino && a->size == b->size &&
+	       a->mtime.tv_sec == b->mtime.tv_sec && a->mtime.tv_nsec == b->mtime.tv_nsec;
+}
+
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, int *created)
 {
 	/* One segment at a time from an open directory, so that a link

@@ -11,6 +11,7 @@
 #define YURTHUB_UTIL_FSUTIL_H
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -41,6 +42,19 @@ int fs_read_file_stat_at(int dirfd, const char *path, struct buf *out, size_t ma
  * is taken as given, links included, unlike the *_at helpers below the
  * cache directory.  Same results as fs_read_file_at. */
 int fs_read_operator_file(const char *path, struct buf *out, size_t max);
+/* What stat(2) says of a file, through any symlink: enough to notice that
+ * kubelet re-pointed kubelet-client-current.pem at a new file (new inode)
+ * or that someone rewrote a file in place (mtime, size). */
+struct file_stamp {
+	bool ok; /* stat succeeded */
+	dev_t dev;
+	ino_t ino;
+	struct timespec mtime;
+	off_t size;
+};
+/* The stamp of path (NULL, or a file that is not there: ok false). */
+void fs_stamp(const char *path, struct file_stamp *fs);
+bool fs_stamp_eq(const struct file_stamp *a, const struct file_stamp *b);
 /* mkdir -p of a relative path below dirfd; *created (may be NULL) is set to 1
  * when at least one directory was made, so that the caller knows to fsync. */
 int fs_mkdir_p_at(int dirfd, const char *path, mode_t mode, int *created);

@@ -37,7 +37,7 @@ import time
 import traceback
 import uuid
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -45,6 +45,7 @@ SERVER_VERSION = "v1.32.4"
 GZIP_THRESHOLD = 128 * 1024      # kube-apiserver's defaultGzipThresholdBytes
 TOO_LARGE_RV_WAIT = 3.0          # how long a list for a future resourceVersion waits
 PEER_CHECK_INTERVAL = 1.0        # how often a quiet watch checks that its client is still there
+HEADS_KEPT = 1000                # request heads kept, as received, for GET /heads
 ALL_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
@@ -1406,6 +1407,7 @@ class Gate:
         self.bytes_lock = threading.Lock()   # not cond: writes happen with or without it
         self.watches = 0
         self.faults = []              # [code, count, path_prefix]
+        self.heads = deque(maxlen=HEADS_KEPT)  # (path, request line and headers as received)
 
     def hold(self):
         """Block while black-holed; True if the request may be answered."""
@@ -1446,6 +1448,14 @@ class Gate:
             self.by_ua[(ua or "").split("/")[0]] += 1
             self.by_path[path] += 1
 
+    def record_head(self, path, head):
+        with self.cond:
+            self.heads.append((path, head))
+
+    def heads_under(self, prefix):
+        with self.cond:
+            return [h for p, h in self.heads if p.startswith(prefix)]
+
     def count_bytes(self, ua, n):
         with self.bytes_lock:
             self.bytes_by_ua[(ua or "").split("/")[0]] += n
@@ -1467,7 +1477,7 @@ class Gate:
             self.requests = 0
             for c in (self.by_ua, self.by_path, self.by_verb, self.by_verb_path, self.by_client_cn,
                       self.by_bearer_user, self.bearer_no_cert, self.unauthorized,
-                      self.forbidden):
+                      self.forbidden, self.heads):
                 c.clear()
         with self.bytes_lock:
             self.bytes_by_ua.clear()
@@ -1500,7 +1510,7 @@ class ConnHolder:
 # --------------------------------------------------------------------------------------------
 
 HOSTILE_MODES = ("names", "bad-json", "no-metadata", "cut", "hang", "trickle", "big",
-                 "gzip-bomb", "ctype", "headers")
+                 "gzip-bomb", "gzip-items", "ctype", "headers")
 BOMB_MEMBER = 64 << 20          # what one gzip member of a bomb inflates to
 BOMB_DEFAULT = 4 << 30          # a bomb inflates to this much unless size= says otherwise
 _bomb_members = {}              # fill byte -> one compressed member (~64 KB), built once
@@ -1516,6 +1526,21 @@ def bomb_member(fill):
             block = fill * (1 << 20)
             m = b"".join([z.compress(block) for _ in range(BOMB_MEMBER >> 20)] + [z.flush()])
             _bomb_members[fill] = m
+        return m
+
+
+ITEMS_MEMBER = 1 << 16          # copies of the object in one gzip member of gzip-items
+_items_members = {}             # (object, copies) -> one compressed member, built once
+
+
+def items_member(obj, copies):
+    """A gzip member that inflates to copies of b"," + obj."""
+    with _bomb_lock:
+        m = _items_members.get((obj, copies))
+        if m is None:
+            z = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            m = z.compress((b"," + obj) * copies) + z.flush()
+            _items_members[(obj, copies)] = m
         return m
 
 
@@ -1813,6 +1838,36 @@ class HostileAnswer:
             self.end_chunks()
         else:
             self.whole(data, extra=extra)
+
+    def mode_gzip_items(self):
+        """Content-Encoding: gzip, a list of copies= (default 4,000,000) copies of one
+        object, all of one name: a few MB that inflate to hundreds.  Streamed, member by
+        member (ITEMS_MEMBER copies each), never held whole.  distinct=1: each copy named
+        <name>-<i>, a list as big as a real one can be."""
+        copies = max(1, int(self.p.get("copies", 4000000)))
+        distinct = _truthy(self.p.get("distinct"))
+        name = self.p.get("name", "dup")
+        obj = self.obj(name + ("-@@" if distinct else ""), self.ns or "default",
+                       {"data": {"hostile": "items"}})
+
+        def member(first, n):
+            if not distinct:
+                return items_member(obj, n)
+            z = zlib.compressobj(6, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+            return z.compress(b"".join(b"," + obj.replace(b"@@", b"%d" % i)
+                                       for i in range(first, first + n))) + z.flush()
+
+        self.head(extra=[("Content-Encoding", "gzip")])
+        self.body(gzip.compress(self.list_of([obj.replace(b"@@", b"0")])[:-3]), chunked=True)
+        done = 1
+        while done < copies:
+            n = min(copies - done, ITEMS_MEMBER)
+            data = member(done, n)
+            for i in range(0, len(data), 1 << 16):
+                self.body(data[i:i + (1 << 16)], chunked=True)
+            done += n
+        self.body(gzip.compress(b"]}\n"), chunked=True)
+        self.end_chunks()
 
     def mode_ctype(self):
         """Content-Type: ctype= (default protobuf) on body=json (an empty list, or an object)
@@ -2790,6 +2845,23 @@ def ws_read_message(rfile):
             return op, data
 
 
+class RecordingReader:
+    """An API connection's rfile while the request's headers are read: keeps every byte
+    of them as it came, before the header parser (which splits lines its own way) sees
+    them."""
+
+    def __init__(self, raw):
+        self.raw, self.data = raw, bytearray()
+
+    def readline(self, *args):
+        line = self.raw.readline(*args)
+        self.data += line
+        return line
+
+    def __getattr__(self, name):
+        return getattr(self.raw, name)
+
+
 class CountingWriter:
     """An API connection's wfile that counts the bytes written to the socket by the
     User-Agent of the request being answered: status line, headers and body, streamed watch
@@ -2839,6 +2911,19 @@ class ApiHandler(BaseHTTPRequestHandler):
             super().finish()
         except CONN_ERRORS:
             pass
+
+    def parse_request(self):
+        # every head is recorded as it came, before anything (a parse error, a
+        # black hole, an injected fault) can stop the request: a test can tell
+        # exactly which bytes reached the cloud
+        rec = self.rfile = RecordingReader(self.rfile)
+        try:
+            return super().parse_request()
+        finally:
+            self.rfile = rec.raw
+            words = self.raw_requestline.split()
+            path = urlsplit(words[1].decode("latin-1")).path if len(words) > 1 else ""
+            self.server.gate.record_head(path, bytes(self.raw_requestline + rec.data))
 
     def send_response(self, code, message=None):
         self.log_request(code)
@@ -3725,6 +3810,9 @@ class ControlHandler(BaseHTTPRequestHandler):
                 return e.obj
             items, rv, _, _ = store.list(rt, Matcher(rt, q.get("namespace"), None, "", ""))
             return {"items": [json.loads(i) for i in items], "rv": rv}
+        if m == "GET" and path == "/heads":
+            # latin-1 keeps every byte, so control characters come back as JSON escapes
+            return {"heads": [h.decode("latin-1") for h in gate.heads_under(q.get("path", ""))]}
         if m == "POST" and path == "/hostile":
             return api.hostile.arm(q)
         if m == "DELETE" and path == "/hostile":

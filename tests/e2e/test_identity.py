@@ -29,6 +29,7 @@ import socket
 import ssl
 import subprocess
 import sys
+import threading
 import time
 
 from cryptography import x509
@@ -36,7 +37,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import NameOID
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import HUB_BIN, Double, Hub, Suite, free_port, get, request, wait_for  # noqa: E402
+from harness import HUB_BIN, ROOT, Double, Hub, Suite, free_port, get, request, wait_for  # noqa: E402
 from clients import KUBECTL120  # noqa: E402
 
 TOKEN = "abcdef.0123456789abcdef"
@@ -44,6 +45,8 @@ TOKEN2 = "ghijkl.0123456789ghijkl"
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 LIFETIME = 60
 NODE_PATH = "/api/v1/nodes/node1"
+RELEASE = os.environ.get("YURTHUB_RELEASE_BUILD") or os.path.join(ROOT, "build")
+RELEASE_HUB = os.path.join(RELEASE, "src", "yurthub")
 
 
 class StartingHub(Hub):
@@ -145,9 +148,9 @@ class Cluster:
         return self.state().get("requests_by_client_cn", {}).get(cn, 0)
 
 
-def token_hub(t, cl, name, root, extra=(), servers=None, secure_port=None):
+def token_hub(t, cl, name, root, extra=(), servers=None, secure_port=None, binary=None):
     secure_port = secure_port or free_port()
-    h = StartingHub(t.workdir, servers or [cl.url], name=name,
+    h = StartingHub(t.workdir, servers or [cl.url], name=name, binary=binary,
                     extra=["--root-dir=" + root, "--join-token=" + TOKEN,
                            "--discovery-token-ca-cert-hash=" + cl.pin,
                            "--proxy-secure-port=%d" % secure_port,
@@ -190,6 +193,14 @@ def wrong_pin(t, cl):
             st is not None and st[0] == 503 and b"bootstrapping" in st[2], st)
     t.check("... and the hub keeps running (it serves its cache meanwhile)",
             h.proc.poll() is None)
+    t0 = time.time()
+    st = get("127.0.0.1", h.proxy_port, NODE_PATH, headers={"User-Agent": KUBELET},
+             timeout=60)[0]
+    t.check("... kubelet's request waits for the first probe at most 10 s, then gets the "
+            "cache's answer (404: nothing cached) after %.1f s" % (time.time() - t0),
+            st == 404, st)
+    t.check("... and the log says that the certificate is late",
+            "no client certificate after 10 s" in h.log_text(), h.log_text()[-1500:])
     h.stop()
 
 
@@ -528,6 +539,51 @@ def kubelet_mode(t, cl, ctx):
     t.check("... and stops cleanly (exit 0, nothing from the sanitizers)", rc == 0, h.tail())
 
 
+def first_probe(t, cl, label, binary):
+    """A token bootstrap from nothing: the first health probe is made with the CA that
+    discovery found (and the CSR's certificate), so the cloud is healthy from it; the
+    requests that came meanwhile waited for it and none was answered from the (empty)
+    cache. On a33a7ef the first probe went out before the CA was known, failed TLS, and
+    the first requests, the hub's informers' included, were answered offline (404)."""
+    root = os.path.join(t.workdir, "root-first-" + label)
+    h = token_hub(t, cl, "first-" + label, root, extra=["--node-name=node3"], binary=binary)
+    answers, done = [], threading.Event()
+
+    def kubelet():  # from the start on, as kubelet does, until the hub is ready
+        while not done.is_set() and h.proc.poll() is None:
+            try:
+                answers.append(get("127.0.0.1", h.proxy_port, "/api/v1/nodes/node3",
+                                   headers={"User-Agent": KUBELET}, timeout=30)[0])
+            except OSError:
+                time.sleep(0.02)  # not listening yet
+
+    th = threading.Thread(target=kubelet)
+    th.start()
+    try:
+        wait_ready(h)
+        wait_for(lambda: answers, 30, step=0.05, what="an answer to kubelet")
+    finally:
+        done.set()
+        th.join()
+    t.check("%s: every request from the start on was answered by the cloud (200), none from "
+            "the empty cache (%d answers)" % (label, len(answers)),
+            answers and all(a == 200 for a in answers), answers)
+    log = h.log_text()
+    unhealthy = [line for line in log.splitlines() if "is unhealthy" in line]
+    t.check("%s: no failed health probe in the log (no TLS failure before the CA was known)"
+            % label, not unhealthy, unhealthy[:3])
+    t.check("%s: the cloud is healthy from the first probe" % label,
+            "is healthy (first probe)" in log and
+            h.metric("yurthub_upstream_healthy") == 1 and
+            not h.metric("yurthub_upstream_failures_total"),
+            (h.metric("yurthub_upstream_failures_total"), log[-1500:]))
+    offline = [line for line in log.splitlines() if "not served" in line]
+    t.check("%s: the hub's informers were never answered offline" % label, not offline,
+            offline[:3])
+    rc = h.stop()
+    t.check("%s: the hub stops cleanly" % label, rc == 0, h.tail())
+
+
 def main():
     t = Suite("identity")
     cl = Cluster(t)
@@ -543,6 +599,12 @@ def main():
         t.run(server_moved, cl, ctx)
     t.run(expired_offline, cl, ctx)
     t.run(kubelet_mode, cl, ctx)
+    t.run(first_probe, cl, "sanitizer", HUB_BIN)
+    if os.path.exists(RELEASE_HUB):
+        t.run(first_probe, cl, "release", RELEASE_HUB)
+    else:
+        print("note: no release build at %s: the first probe is not checked with it"
+              % RELEASE_HUB, flush=True)
     t.finish()
 
 

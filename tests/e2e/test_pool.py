@@ -13,14 +13,23 @@ follow it.
   and get what the cloud has (after their filters), while the double sees
   no request at all from the followers' multiplexers: their pool-scope
   traffic reaches the cloud only through the leader;
+- the leader port serves the pool's nodes only (issue 23): a node
+  certificate usable only as a TLS server gets 401, a node that is not in
+  the NodePool's status.nodes gets 403 for everything (no Secret, no pod, no
+  pool-scope list), a member still lists and watches; a configmap naming
+  Secrets as pool-scope is refused with a log line, and Secrets are never
+  served on the leader port;
 - the leader is killed: the followers' watchers still get the cloud's
   changes (their multiplexers fall back to the cloud); the leader comes
-  back: their multiplexers return to it.
+  back: their multiplexers return to it;
+- last, a leader that cannot list the NodePools answers 503 with
+  Retry-After to every node, members included.
 """
 
 import json
 import os
 import signal
+import socket
 import ssl
 import http.client
 import sys
@@ -30,6 +39,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from harness import Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
 from test_multiplexer import SERVICES, SLICES, names, service, slice_for  # noqa: E402
 from watch_stream import open_watch, read_events  # noqa: E402
+from test_client_certs import make_client  # noqa: E402
 
 TOKEN = "abcdef.0123456789abcdef"
 POOL = "pool1"
@@ -40,12 +50,15 @@ KUBE_PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
 COREDNS = "coredns/1.11.3 (linux/amd64) kubernetes/abcdef"
 
 
-def leader_configmap(leaders):
+SCOPE = "/v1/services,discovery.k8s.io/v1/endpointslices"
+
+
+def leader_configmap(leaders, scope=SCOPE):
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "leader-hub-" + POOL, "namespace": "kube-system",
                          "labels": {"openyurt.io/configmap-name": "leader-hub-" + POOL}},
             "data": {"leaders": leaders, "enable-leader-election": "true",
-                     "pool-scoped-metadata": "/v1/services,discovery.k8s.io/v1/endpointslices",
+                     "pool-scoped-metadata": scope,
                      "interconnectivity": "true"}}
 
 
@@ -60,7 +73,13 @@ def seed(double):
     for o in [kubernetes, service("web", labels={"app": "web"}), slice_for("web"),
               service("lb-discard", svc_type="LoadBalancer",
                       annotations={"svc.openyurt.io/discard": "true"}),
-              leader_configmap("%s/%s" % (LEADER, NODES[LEADER]))]:
+              leader_configmap("%s/%s" % (LEADER, NODES[LEADER])),
+              {"apiVersion": "apps.openyurt.io/v1beta2", "kind": "NodePool",
+               "metadata": {"name": POOL}, "spec": {"type": "Edge"},
+               "status": {"nodes": sorted(NODES)}},
+              {"apiVersion": "v1", "kind": "Secret",
+               "metadata": {"name": "db-password", "namespace": "default"},
+               "data": {"password": "c2VjcmV0"}}]:
         double.put_object(o)
 
 
@@ -101,7 +120,25 @@ def log_has(hub, text):
         return text in f.read().decode(errors="replace")
 
 
-def mux_request(pool, path, cert=None):
+def mux_watch(pool, path, cert):
+    """A watch on the leader port: (socket, response head, body so far)."""
+    ctx = ssl.create_default_context(cafile=pool.ca_file)
+    ctx.load_cert_chain(*cert) if isinstance(cert, tuple) else ctx.load_cert_chain(cert)
+    sock = ctx.wrap_socket(socket.create_connection((NODES[LEADER], pool.mux_port), timeout=20),
+                           server_hostname=NODES[LEADER])
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nUser-Agent: multiplexer-proxy-node3\r\n"
+                  "Accept: application/json\r\n\r\n" % path).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        b = sock.recv(65536)
+        if not b:
+            break
+        data += b
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return sock, head, rest
+
+
+def mux_request(pool, path, cert=None, with_headers=False):
     ctx = ssl.create_default_context(cafile=pool.ca_file)
     if cert:
         ctx.load_cert_chain(*cert) if isinstance(cert, tuple) else ctx.load_cert_chain(cert)
@@ -110,8 +147,9 @@ def mux_request(pool, path, cert=None):
                                     "Accept": "application/json"})
     r = c.getresponse()
     body = r.read()
+    hdrs = {k.lower(): v for k, v in r.getheaders()}
     c.close()
-    return r.status, body
+    return (r.status, hdrs, body) if with_headers else (r.status, body)
 
 
 def hub_list(hub, path, ua):
@@ -152,6 +190,55 @@ def test_mux_port_auth(t, pool):
     st, _ = mux_request(pool, "/api/v1/namespaces/default/services/web",
                         cert=pool.node_pem("node3"))
     t.check("a get, not a list or watch: 403", st == 403, st)
+
+
+def test_leader_port_pool(t, pool):
+    """Issue 23: who may use the leader port, and what it serves."""
+    d = pool.pki
+    server_only = make_client(d, "ca", "node2-server-only", "system:node:node2", "serverAuth")
+    st, body = mux_request(pool, SERVICES, cert=server_only)
+    t.check("a node certificate of the cluster CA with serverAuth only: 401", st == 401,
+            (st, body[:200]))
+    stranger = make_client(d, "ca", "node9", "system:node:node9", "clientAuth")
+    st, body = mux_request(pool, SERVICES, cert=stranger)
+    t.check("system:node:node9, not in the NodePool: 403 for a pool-scope list",
+            st == 403 and b"not a member of NodePool" in body, (st, body[:300]))
+    for path in ("/api/v1/secrets", "/api/v1/namespaces/default/secrets/db-password",
+                 "/api/v1/pods", SERVICES + "?watch=true&timeoutSeconds=1"):
+        st, body = mux_request(pool, path, cert=stranger)
+        t.check("node9 gets 403 for %s, and nothing of it" % path,
+                st == 403 and b"db-password" not in body and b"podIP" not in body,
+                (st, body[:200]))
+    member = pool.node_pem("node3")
+    st, body = mux_request(pool, SERVICES, cert=member)
+    lst = json.loads(body) if st == 200 else {}
+    t.check("a member (node3) lists services on the leader port",
+            st == 200 and "default/web" in names(lst), (st, body[:200]))
+    rv = lst.get("metadata", {}).get("resourceVersion", "")
+    sock, head, rest = mux_watch(pool, SERVICES + "?watch=true&resourceVersion=" + rv, member)
+    t.check("a member watches services on the leader port", head.startswith(b"HTTP/1.1 200"),
+            head[:100])
+    pool.double.put_object(service("seen-by-member"))
+    evs, _ = read_events(sock, rest, lambda e: changed(e, "seen-by-member"), 30)
+    sock.close()
+    t.check("... and gets the cloud's change", changed(evs, "seen-by-member"), evs[-3:])
+
+    # Secrets named as pool-scope by the configmap: refused, with a log line
+    leader = pool.hubs[LEADER]
+    line = '"/v1/secrets" is refused as a pool-scope resource'
+    pool.double.put_object(leader_configmap("%s/%s" % (LEADER, NODES[LEADER]),
+                                            SCOPE + ",/v1/secrets"))
+    try:
+        logged = wait_for(lambda: log_has(leader, line), 30, step=0.2, what="the refusal")
+    except TimeoutError:
+        logged = False
+    t.check("a configmap naming Secrets as pool-scope is refused with a log line", logged)
+    st, body = mux_request(pool, "/api/v1/secrets", cert=pool.node_pem("node2"))
+    t.check("... and a member gets 403 for Secrets on the leader port",
+            st == 403 and b"db-password" not in body, (st, body[:200]))
+    st, body = mux_request(pool, SERVICES, cert=pool.node_pem("node2"))
+    t.check("... while the rest of the list is still served", st == 200, st)
+    pool.double.put_object(leader_configmap("%s/%s" % (LEADER, NODES[LEADER])))
 
 
 def open_watchers(t, pool):
@@ -251,6 +338,45 @@ def test_leader_killed_and_back(t, pool, watchers):
         w[3].close()
 
 
+class UnreadyHub(Hub):
+    """A hub taken as started once its multiplexer port serves: its
+    /v1/readyz waits for lists this test keeps failing."""
+
+    def __init__(self, port_line, *args, **kwargs):
+        self.port_line = port_line
+        super().__init__(*args, **kwargs)
+
+    def ready(self):
+        if self.proc.poll() is not None:
+            raise RuntimeError("hub exited with %s" % self.proc.returncode)
+        return log_has(self, self.port_line)
+
+
+def test_members_unknown(t, pool):
+    """A leader that has not listed the NodePools does not know its pool's
+    members: it serves nobody, and says when to try again."""
+    pool.hubs[LEADER].stop()
+    pool.double.control("POST", "/fail?code=500&count=1000000&path=/apis/apps.openyurt.io/"
+                        "v1beta2/nodepools")
+    name = "hub-%s-unsynced" % LEADER
+    h = UnreadyHub("multiplexer port %s:%d serving" % (NODES[LEADER], pool.mux_port),
+                   pool.t.workdir, [pool.url], name=name, node=LEADER, ready_timeout=60,
+                   extra=["--root-dir=" + os.path.join(pool.t.workdir, "root-" + LEADER),
+                          "--join-token=" + TOKEN,
+                          "--discovery-token-unsafe-skip-ca-verification",
+                          "--node-ip=" + NODES[LEADER], "--nodepool-name=" + POOL,
+                          "--multiplexer-port=%d" % pool.mux_port, "--enable-dummy-if=false"])
+    t.cleanups.append(h.stop)
+    for node in ("node2", "node9"):
+        cert = pool.node_pem(node) if node == "node2" else \
+            (os.path.join(pool.pki, "node9.crt"), os.path.join(pool.pki, "node9.key"))
+        st, hdrs, body = mux_request(pool, SERVICES, cert=cert, with_headers=True)
+        t.check("NodePools not listed: %s gets 503 with Retry-After on the leader port" % node,
+                st == 503 and hdrs.get("retry-after") and b"default/web" not in body
+                and b"members are not known" in body, (st, hdrs, body[:200]))
+    h.stop()
+
+
 def log_text_count(hub, text):
     with open(hub.logpath, "rb") as f:
         return f.read().decode(errors="replace").count(text)
@@ -263,7 +389,9 @@ def main():
     t.run(test_mux_port_auth, pool)
     watchers = []
     t.run(test_followers_through_leader, pool, watchers)
+    t.run(test_leader_port_pool, pool)
     t.run(test_leader_killed_and_back, pool, watchers)
+    t.run(test_members_unknown, pool)  # last: it leaves the NodePools failing
     sys.exit(t.finish())
 
 

@@ -360,18 +360,35 @@ def watch_cut_inside_event(t, double, hub):
 
 # ---- JSON escaping of names in offline answers ----
 
+QUOTED_SA = 'x","admin":true,"y'
+
+
 def test_offline_json(t, double, hub):
+    # offline, a token is made only for the service account of a pod of
+    # this node (docs/offline.md): one with a quoted name, cached by kubelet
+    double.put_object({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "quoted-sa", "namespace": "default"},
+                       "spec": {"nodeName": "node1", "serviceAccountName": QUOTED_SA,
+                                "containers": [{"name": "c", "image": "c:1"}]}})
+    s, _, body = get("127.0.0.1", hub.proxy_port,
+                     "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1",
+                     headers={"User-Agent": "kubelet/v1.30.2", "Accept": "application/json"})
+    pods = [p for p in json.loads(body)["items"] if p["metadata"]["name"] == "quoted-sa"] \
+        if s == 200 else []
+    t.check("kubelet caches the pod whose service account has quotes in its name", pods)
     double.cut("refuse")
     wait_for(lambda: offline(hub), 15, what="the hub to see the cloud gone")
     try:
-        offline_json(t, hub)
+        offline_json(t, hub, pods[0]["metadata"]["uid"] if pods else "")
     finally:
         double.restore()
         wait_for(lambda: online(hub), 20, what="the hub to see the cloud back")
 
 
-def offline_json(t, hub):
-    tr = b'{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}'
+def offline_json(t, hub, uid):
+    tr = json.dumps({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                     "spec": {"boundObjectRef": {"apiVersion": "v1", "kind": "Pod",
+                                                 "name": "quoted-sa", "uid": uid}}}).encode()
     r = Raw(hub.proxy_port, "POST", "/api/v1/namespaces/default/serviceaccounts/"
             "x%22,%22admin%22:true,%22y/token", headers={"Content-Type": "application/json"},
             body=tr)

@@ -282,6 +282,116 @@ static void test_gzip_list_and_pages(void **state)
 	free(z);
 }
 
+/* One list of items through a fresh tee, all of it, ended cleanly. */
+static void list_through(struct fx *f, struct request_info *ri, const char *rv, const char *cont,
+			 char **items, size_t n)
+{
+	char *body = list_body(rv, cont, items, n);
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_LIST, "kubelet", ri, 200, "application/json", NULL);
+	assert_non_null(t);
+	feed_chunked(t, body, strlen(body));
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	free(body);
+}
+
+static bool view_stored(struct fx *f, const char *lsel)
+{
+	struct store_view v = {"kubelet", {"", "v1", "pods"}, "", lsel, ""};
+	struct store_view_state st;
+	if (store_get_view(f->s, &v, &st) != STORE_OK)
+		return false;
+	store_view_state_free(&st);
+	return true;
+}
+
+/* A list over its bounds is not cached, and counted: too many copies of
+ * one object, too many items, and too many over the pages of one list;
+ * within them, it is, copies and all (the last copy kept). */
+static void test_list_bounds_refuse(void **state)
+{
+	struct fx *f = *state;
+	struct list_limits lim = {5, 1 << 20, 2};
+	cache_manager_set_list_limits(f->cm, &lim);
+	char *p[7];
+	for (int i = 0; i < 7; i++) {
+		char name[8];
+		snprintf(name, sizeof name, "p%d", i);
+		p[i] = pod("a", name, 11 + (unsigned)i, "n1");
+	}
+	char *dup[3] = {p[0], p[0], p[0]};
+	struct request_info ri = ri_for(VERB_LIST, "", "", "app=dup", "");
+	list_through(f, &ri, "20", NULL, dup, 3);
+	assert_false(view_stored(f, "app=dup"));
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p0"), 0);
+	assert_int_equal(atomic_load(&f->m.cache_lists_refused), 1);
+
+	ri = ri_for(VERB_LIST, "", "", "app=many", "");
+	list_through(f, &ri, "20", NULL, p, 6);
+	assert_false(view_stored(f, "app=many"));
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p5"), 0);
+	assert_int_equal(atomic_load(&f->m.cache_lists_refused), 2);
+
+	/* two pages of 3: each within the bounds, together not */
+	ri = ri_for(VERB_LIST, "", "", "app=paged", "");
+	ri.limit = 3;
+	list_through(f, &ri, "20", "tok-1", p, 3);
+	ri.continue_token = "tok-1";
+	list_through(f, &ri, "20", NULL, p + 3, 3);
+	assert_false(view_stored(f, "app=paged"));
+	assert_int_equal(atomic_load(&f->m.cache_lists_refused), 3);
+
+	/* within: 5 items, one object twice */
+	char *ok[5] = {p[1], p[2], p[1], p[3], p[4]};
+	ri = ri_for(VERB_LIST, "", "", "app=ok", "");
+	list_through(f, &ri, "20", NULL, ok, 5);
+	assert_true(view_stored(f, "app=ok"));
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 12);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p4"), 15);
+	assert_int_equal(atomic_load(&f->m.cache_lists_refused), 3);
+	for (int i = 0; i < 7; i++)
+		free(p[i]);
+}
+
+/* The hub stops while a list is on its way (its session begun): the list
+ * is dropped, nothing of it stored, and a list that comes after is not
+ * even begun; an object that comes after is still stored. */
+static void test_stop_drops_lists(void **state)
+{
+	struct fx *f = *state;
+	char *items[4] = {pod("a", "s1", 11, "n1"), pod("a", "s2", 12, "n1"),
+			  pod("a", "s3", 13, "n1"), pod("a", "s4", 14, "n1")};
+	char *body = list_body("20", NULL, items, 4);
+	struct request_info ri = ri_for(VERB_LIST, "", "", "", "");
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_LIST, "kubelet", &ri, 200, "application/json", NULL);
+	assert_non_null(t);
+	size_t half = strlen(body) / 2;
+	cache_tee_feed(t, body, half);
+	cache_manager_flush(f->cm); /* the session is begun */
+	cache_manager_stop(f->cm);
+	cache_tee_feed(t, body + half, strlen(body) - half);
+	cache_tee_end(t, true);
+	struct request_info ri2 = ri_for(VERB_LIST, "", "", "app=later", "");
+	list_through(f, &ri2, "21", NULL, items, 4);
+	struct request_info gri = ri_for(VERB_GET, "a", "s9", "", "");
+	char *obj = pod("a", "s9", 19, "n1");
+	t = cache_tee_new(f->cm, CACHE_OBJECT, "kubelet", &gri, 200, "application/json", NULL);
+	assert_non_null(t);
+	cache_tee_feed(t, obj, strlen(obj));
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	assert_false(view_stored(f, ""));
+	assert_false(view_stored(f, "app=later"));
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "s1"), 0);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "s9"), 19);
+	for (int i = 0; i < 4; i++)
+		free(items[i]);
+	free(obj);
+	free(body);
+}
+
 static char *event(const char *type, const char *obj)
 {
 	char *s;
@@ -496,8 +606,23 @@ static enum store_err w_replace_begin(struct store *s, const struct store_view *
 	return STORE_OK;
 }
 
+/* The first add may wait at a gate (see test_stop_cancels_a_decode). */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static bool gate_armed, gate_reached;
+static atomic_int adds;
+
 static enum store_err w_replace_add(struct store_replace *r, const struct store_item *it)
 {
+	pthread_mutex_lock(&gate_lock);
+	if (gate_armed) {
+		gate_reached = true;
+		pthread_cond_broadcast(&gate_cond);
+		while (gate_armed)
+			pthread_cond_wait(&gate_cond, &gate_lock);
+	}
+	pthread_mutex_unlock(&gate_lock);
+	atomic_fetch_add(&adds, 1);
 	return store_replace_add(((struct watched_replace *)r)->inner, it);
 }
 
@@ -564,6 +689,52 @@ static void test_expired_session_aborted_outside_park_lock(void **state)
 	watched_cm = NULL;
 }
 
+/* A list the worker is decoding when the hub stops: a gzip list of
+ * 100,000 pods, far within the bounds, stops at its next item - cache_manager_free() neither
+ * decodes nor stores the rest.  The worker is held at its first item while the hub stops. */
+static void test_stop_cancels_a_decode(void **state)
+{
+	struct fx *f = *state;
+	enum { N = 100000 };
+	struct watched_store ws = {{&watched_ops}, f->s};
+	struct cache_manager *cm = cache_manager_new(&ws.base, &f->m, 1);
+	assert_non_null(cm);
+	watched_cm = cm;
+	struct buf body = BUF_INIT;
+	buf_append_str(&body, "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":"
+			      "{\"resourceVersion\":\"9\"},\"items\":[");
+	for (int i = 0; i < N; i++)
+		buf_printf(&body,
+			   "%s{\"metadata\":{\"name\":\"c%d\",\"namespace\":\"a\","
+			   "\"resourceVersion\":\"5\"}}",
+			   i ? "," : "", i);
+	buf_append_str(&body, "]}");
+	size_t zlen;
+	char *z = gzip_bytes(body.data, body.len, &zlen);
+	atomic_store(&adds, 0);
+	gate_armed = true;
+	gate_reached = false;
+	struct request_info ri = ri_for(VERB_LIST, "", "", "", "");
+	struct cache_tee *t =
+	    cache_tee_new(cm, CACHE_LIST, "kubelet", &ri, 200, "application/json", "gzip");
+	assert_non_null(t);
+	cache_tee_feed(t, z, zlen);
+	cache_tee_end(t, true);
+	pthread_mutex_lock(&gate_lock);
+	while (!gate_reached)
+		pthread_cond_wait(&gate_cond, &gate_lock);
+	cache_manager_stop(cm); /* the worker is at the first item */
+	gate_armed = false;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+	cache_manager_free(cm);
+	watched_cm = NULL;
+	assert_int_equal(atomic_load(&adds), 1);
+	assert_false(view_stored(f, ""));
+	buf_free(&body);
+	free(z);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -576,6 +747,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_worker_that_does_not_start, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_expired_session_aborted_outside_park_lock, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(test_list_bounds_refuse, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_drops_lists, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_stop_cancels_a_decode, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

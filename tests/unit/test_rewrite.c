@@ -302,6 +302,123 @@ static void test_reader_stops(void **state)
 	free(body);
 }
 
+/* ---- gzip at the reader's pace ---- */
+
+/* A reader that takes what came out only when the test says so. */
+struct paced {
+	struct buf out;
+	size_t taken, limit, peak; /* peak: most bytes ever out and not taken */
+};
+
+static int paced_out(void *ctx, const char *data, size_t len)
+{
+	struct paced *p = ctx;
+	assert_int_equal(buf_append(&p->out, data, len), 0);
+	if (p->out.len - p->taken > p->peak)
+		p->peak = p->out.len - p->taken;
+	return 0;
+}
+
+static size_t paced_room(void *ctx)
+{
+	struct paced *p = ctx;
+	size_t held = p->out.len - p->taken;
+	return held < p->limit ? p->limit - held : 0;
+}
+
+/* 8 MB of services that pass, in 40 KB of gzip, fed 64 KiB at a time as
+ * curl would, to a reader with 64 KiB of room: what is out and not taken
+ * never passes the room by more than an item; the gzip waits (backlog)
+ * while the reader does not read, and the reader gets what a fast one gets.
+ * Without a pace (rewrite_finish), all of it at once. */
+static void test_gzip_at_readers_pace(void **state)
+{
+	(void)state;
+	enum { ITEMS = 100000 };
+	const char **items = malloc(ITEMS * sizeof *items);
+	assert_non_null(items);
+	char *spaced = js(SVC_SPACED);
+	for (size_t i = 0; i < ITEMS; i++)
+		items[i] = SVC_SPACED;
+	char *body = list_of(items, ITEMS);
+	size_t zlen, len = strlen(body);
+	char *z = gzip_of(body, len, &zlen);
+	assert_true(zlen < len / 100);
+	struct result fast = run(REWRITE_LIST, KUBE_PROXY_MASK, &SERVICES, body, WHOLE, false);
+	assert_int_equal(fast.rc, 0);
+	assert_int_equal(fast.out.len, len - ITEMS / 2 * 2); /* " , " became "," */
+
+	struct paced p = {BUF_INIT, 0, 64 << 10, 0};
+	struct rewrite *rw =
+	    rewrite_new(REWRITE_LIST, true, KUBE_PROXY_MASK, &SERVICES, &REF, paced_out, &p);
+	assert_non_null(rw);
+	rewrite_set_room(rw, paced_room);
+	size_t backlogs = 0, at = 0;
+	while (at < zlen || rewrite_backlog(rw)) {
+		if (rewrite_backlog(rw)) {
+			backlogs++;
+			assert_int_equal(rewrite_resume(rw), 0);
+			if (rewrite_backlog(rw)) {
+				/* what waits, waits only for room */
+				assert_int_equal(paced_room(&p), 0);
+				p.taken = p.out.len; /* the reader reads */
+			}
+			continue;
+		}
+		size_t n = zlen - at < (64u << 10) ? zlen - at : 64u << 10;
+		assert_int_equal(rewrite_feed(rw, z + at, n), 0);
+		at += n;
+		p.taken = p.out.len - (p.out.len - p.taken) / 2; /* reads half of it */
+	}
+	assert_int_equal(rewrite_finish(rw), 0);
+	rewrite_free(rw);
+	print_message("  %zu B of gzip, %zu B out: %zu waits for the reader, at most %zu B not "
+		      "taken\n",
+		      zlen, p.out.len, backlogs, p.peak);
+	assert_true(backlogs > 10);
+	assert_true(p.peak <= p.limit + strlen(spaced) + 1);
+	assert_int_equal(p.out.len, fast.out.len);
+	assert_memory_equal(p.out.data, fast.out.data, fast.out.len);
+
+	/* a reader that never reads: the end inflates what waits, whole */
+	struct paced never = {BUF_INIT, 0, 64 << 10, 0};
+	rw = rewrite_new(REWRITE_LIST, true, KUBE_PROXY_MASK, &SERVICES, &REF, paced_out, &never);
+	rewrite_set_room(rw, paced_room);
+	assert_int_equal(rewrite_feed(rw, z, zlen), 0);
+	assert_true(rewrite_backlog(rw));
+	assert_true(never.out.len <= never.limit + strlen(spaced) + 1);
+	assert_int_equal(rewrite_finish(rw), 0);
+	assert_false(rewrite_backlog(rw));
+	assert_int_equal(never.out.len, fast.out.len);
+	assert_memory_equal(never.out.data, fast.out.data, fast.out.len);
+	rewrite_free(rw);
+
+	/* a corrupt stream fails where it is inflated, backlog or not */
+	z[zlen / 2] ^= 0x55;
+	struct paced bad = {BUF_INIT, 0, 64 << 10, 0};
+	rw = rewrite_new(REWRITE_LIST, true, KUBE_PROXY_MASK, &SERVICES, &REF, paced_out, &bad);
+	rewrite_set_room(rw, paced_room);
+	int rc = rewrite_feed(rw, z, zlen);
+	while (rc == 0 && rewrite_backlog(rw)) {
+		bad.taken = bad.out.len;
+		rc = rewrite_resume(rw);
+	}
+	assert_int_equal(rc == 0 ? rewrite_finish(rw) : rc, -1);
+	assert_false(rewrite_backlog(rw));
+	assert_true(strlen(rewrite_error(rw)) > 0);
+	rewrite_free(rw);
+
+	assert_int_equal(holds, 0);
+	buf_free(&bad.out);
+	buf_free(&never.out);
+	buf_free(&p.out);
+	buf_free(&fast.out);
+	free(z);
+	free(body);
+	free(spaced);
+	free(items);
+}
+
 /* ---- watches ---- */
 
 static void test_watch_events(void **state)
@@ -400,6 +517,7 @@ int main(void)
 	    cmocka_unit_test(test_list_all_dropped_and_empty),
 	    cmocka_unit_test(test_list_malformed),
 	    cmocka_unit_test(test_reader_stops),
+	    cmocka_unit_test(test_gzip_at_readers_pace),
 	    cmocka_unit_test(test_watch_events),
 	    cmocka_unit_test(test_watch_changed),
 	    cmocka_unit_test(test_object),

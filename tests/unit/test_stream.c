@@ -1362,6 +1362,88 @@ static void test_gunzip_bomb(void **state)
 	gunzip_free(g);
 }
 
+/* A bomb inflated at its reader's pace (gunzip_feed_upto): never more
+ * than the room a call is given, what is left kept for the next call -
+ * input past *used, or output zlib holds after taking all of it - and all
+ * of it in the end, exactly. */
+static void test_gunzip_feed_upto(void **state)
+{
+	static const char rec[] = "{\"metadata\":{\"name\":\"dup\",\"namespace\":\"x\"}},";
+	struct buf plain = BUF_INIT, gz = BUF_INIT;
+	struct gunzip *g = NULL;
+	struct sink s = {0};
+	size_t off;
+
+	(void)state;
+	while (plain.len < (8u << 20))
+		assert_int_equal(buf_append(&plain, rec, sizeof(rec) - 1), 0);
+	gzip_append(&gz, plain.data, plain.len);
+	assert_true(gz.len < plain.len / 100); /* a bomb */
+	/* what reads give, each drained before the next: 4 KiB of it hold
+	 * more than 4 KiB of room, a byte is taken whole and what it encodes
+	 * (a match of up to 258 bytes) may be more than 100 of room: zlib holds
+	 * the rest */
+	for (size_t piece = 4096; piece; piece = piece == 1 ? 0 : 1) {
+		size_t input_held = 0, output_held = 0, room = piece == 1 ? 100 : 4096;
+
+		gunzip_free(g);
+		buf_free(&s.got);
+		s = (struct sink){0};
+		g = gunzip_new(SIZE_MAX, sink_out, &s);
+		assert_non_null(g);
+		for (off = 0; off < gz.len;) {
+			size_t n = gz.len - off < piece ? gz.len - off : piece;
+			int rc;
+
+			do {
+				size_t before = s.total, used;
+
+				rc = gunzip_feed_upto(g, gz.data + off, n, room, &used);
+				assert_true(rc == 0 || rc == 1);
+				assert_true(s.total - before <= room);
+				assert_true(used <= n);
+				if (rc == 1) {
+					assert_int_equal(s.total - before, room);
+					input_held += used < n;
+					output_held += used == n;
+				}
+				off += used;
+				n -= used;
+			} while (rc == 1);
+			assert_int_equal(n, 0);
+		}
+		assert_int_equal(gunzip_finish(g), 0);
+		assert_int_equal(s.total, plain.len);
+		assert_memory_equal(s.got.data, plain.data, plain.len);
+		assert_true(s.calls >= plain.len / room);
+		print_message(
+		    "  %zu B of gzip in pieces of %zu B, room %zu B: %zu stops with input "
+		    "left, %zu with output in zlib\n",
+		    gz.len, piece, room, input_held, output_held);
+		assert_true(piece == 1 ? output_held > 0 : input_held > 0);
+	}
+	/* nothing more: a call without input gives nothing, and is no error */
+	size_t used = 1;
+	assert_int_equal(gunzip_feed_upto(g, NULL, 0, 4096, &used), 0);
+	assert_int_equal(used, 0);
+	assert_int_equal(gunzip_finish(g), 0);
+	gunzip_free(g);
+	/* a corrupt stream is -1 under a bound too, and stays so */
+	gz.data[gz.len / 2] ^= 0x55;
+	g = gunzip_new(SIZE_MAX, NULL, NULL);
+	int rc = 1;
+	for (off = 0; rc == 1 || (rc == 0 && off < gz.len);) {
+		rc = gunzip_feed_upto(g, gz.data + off, gz.len - off, 4096, &used);
+		off += used;
+	}
+	assert_int_equal(rc, -1);
+	assert_int_equal(gunzip_feed_upto(g, gz.data, gz.len, 4096, &used), -1);
+	gunzip_free(g);
+	buf_free(&s.got);
+	buf_free(&plain);
+	buf_free(&gz);
+}
+
 /* ---- bounds: what a hostile upstream may not make the decoders do ---- */
 
 enum kind_of_decoder { LIST, WATCH };
@@ -1722,6 +1804,7 @@ int main(void)
 	    cmocka_unit_test(test_gunzip_concatenated_members),
 	    cmocka_unit_test(test_gunzip_corrupt_and_cut),
 	    cmocka_unit_test(test_gunzip_bomb),
+	    cmocka_unit_test(test_gunzip_feed_upto),
 	    cmocka_unit_test(test_object_too_large),
 	    cmocka_unit_test(test_no_token_for_too_long),
 	    cmocka_unit_test(test_bounds_whole_or_chunked),
