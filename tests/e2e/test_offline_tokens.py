@@ -33,7 +33,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import BUILD, HUB_BIN, ROOT, Double, Etcd, Hub, Suite, get, wait_for  # noqa: E402
+from harness import BUILD, HUB_BIN, ROOT, Double, Etcd, Hub, Suite, get, request, wait_for  # noqa: E402
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 APP = "app-client/1.0"
@@ -184,6 +184,17 @@ def offline_reads(t, tag, hub, tokens):
         t.check("%s: %s gets 401 Unauthorized and no Secret (%d)" % (tag, what, s),
                 s == 401 and reason(body) == "Unauthorized" and no_secret_in(body),
                 body[:200])
+    # a checked token may read, but offline nobody can judge what it may write
+    s, _, body = request("127.0.0.1", hub.proxy_port, "PATCH",
+                         "/api/v1/namespaces/default/pods/app-1",
+                         body=b'{"metadata":{"labels":{"owned":"yes"}}}',
+                         headers={"User-Agent": APP, "Authorization": good,
+                                  "Content-Type": "application/merge-patch+json"})
+    t.check("%s: a checked token's patch of its own pod: 403 Forbidden (%d)" % (tag, s),
+            s == 403 and reason(body) == "Forbidden", body[:300])
+    s, body = req(hub, "/api/v1/namespaces/default/pods/app-1", good)
+    t.check("%s: ...and the pod is as cached" % tag,
+            s == 200 and b'"owned"' not in body, body[:200])
     s, body = req(hub, "/api/v1/namespaces/default/pods/app-1", "Bearer x")
     t.check("%s: Bearer x reads no pod either (%d)" % (tag, s), s == 401, body[:200])
     s, body = req(hub, secret_path, ua=KUBELET)
