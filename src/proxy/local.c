@@ -15,6 +15,7 @@
 
 #include "cache/local_changes.h"
 #include "cache/manager.h"
+#include "cluster/cluster.h"
 #include "http/response.h"
 #include "kube/kinds.h"
 #include "kube/meta.h"
@@ -24,6 +25,7 @@
 #include "proxy/outbox.h"
 #include "proxy/proxy.h"
 #include "util/base64.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 /* ---- shared helpers ---- */
@@ -124,6 +126,67 @@ int local_append_object(struct buf *out, const char *obj, size_t len, const stru
 	return rc ? rc : buf_append(out, rest, rest_len);
 }
 
+/* ---- the response filters, on the way out ---- */
+
+int local_rewrite_new(struct proxy *p, const struct request *req, enum rewrite_shape shape,
+		      rewrite_out_fn out, void *ctx, struct rewrite **rw)
+{
+	*rw = NULL;
+	filter_mask mask = p->cluster
+			       ? cluster_filters_for(p->cluster, req->component,
+						     request_info_verb(&req->ri), req->ri.resource)
+			       : 0;
+	if (!mask)
+		return 0;
+	struct filter_target t = {req->ri.api_group, req->ri.api_version, req->ri.resource};
+	*rw = rewrite_new(shape, false, mask, &t, cluster_env_ref(p->cluster), out, ctx);
+	return *rw ? 0 : -1;
+}
+
+void local_rewrite_free(struct proxy *p, struct rewrite *rw)
+{
+	if (!rw)
+		return;
+	unsigned long changed, dropped;
+	rewrite_counts(rw, &changed, &dropped);
+	atomic_fetch_add(&p->metrics->filter_changed, changed);
+	atomic_fetch_add(&p->metrics->filter_dropped, dropped);
+	rewrite_free(rw);
+}
+
+static int append_to(void *ctx, const char *data, size_t len)
+{
+	return buf_append(ctx, data, len);
+}
+
+/* One object about to be answered (obj, kind filled in), through req's
+ * filters: 0 with obj what the component gets, 1 when a filter drops it
+ * (the answer is 404, as online), -1. */
+static int filter_object(struct proxy *p, struct request *req, struct buf *obj)
+{
+	struct buf filtered = BUF_INIT;
+	struct rewrite *rw;
+	if (local_rewrite_new(p, req, REWRITE_OBJECT, append_to, &filtered, &rw) < 0)
+		return -1;
+	if (!rw)
+		return 0;
+	int rc = rewrite_feed(rw, obj->data ? obj->data : "", obj->len);
+	rc = rc ? rc : rewrite_finish(rw);
+	if (rc < 0)
+		log_warn("offline: %s %s: the answer cannot be filtered: %s", req->component,
+			 req->raw_uri, rewrite_error(rw));
+	else if (rewrite_dropped(rw))
+		rc = 1;
+	local_rewrite_free(p, rw);
+	if (rc == 0) {
+		buf_free(obj);
+		*obj = filtered;
+	} else {
+		buf_free(&filtered);
+	}
+	return rc;
+}
+
 /* Find the cached object ns/name of ri's resource in component own's
  * cache, or another's: 0 with the bytes in out and the component in *where
  * (malloc'ed). */
@@ -201,9 +264,10 @@ static int local_get(struct proxy *p, struct request *req)
 	local_kind_free(&k);
 	buf_free(&obj);
 	free(where);
-	if (rc < 0) {
+	rc = rc ? rc : filter_object(p, req, &out);
+	if (rc != 0) {
 		buf_free(&out);
-		return -1;
+		return rc < 0 ? -1 : not_cached(req);
 	}
 	return answer_json(req, 200, &out);
 }
@@ -443,9 +507,16 @@ static int local_write(struct proxy *p, struct request *req, const struct offlin
 		struct buf out = BUF_INIT;
 		struct local_kind k;
 		local_kind_of(p, req, &k);
-		local_append_object(&out, upd.data, upd.len, &k);
+		int rc = local_append_object(&out, upd.data, upd.len, &k);
 		local_kind_free(&k);
-		r = answer_json(req, 200, &out);
+		/* stored as written; answered as the component sees it */
+		rc = rc ? rc : filter_object(p, req, &out);
+		if (rc == 0) {
+			r = answer_json(req, 200, &out);
+		} else {
+			buf_free(&out);
+			r = rc < 0 ? -1 : not_cached(req);
+		}
 	}
 	offline_refusal_free(&why);
 	free(where);
@@ -524,6 +595,44 @@ static int local_nonresource(struct proxy *p, struct request *req)
 
 /* ---- dispatch ---- */
 
+/* How long an offline answer the filters may change waits for their view
+ * of the cluster.  Offline the informers read it from the cache, which
+ * takes milliseconds once the hub listens; the bound is for a store that
+ * is slow to answer. */
+#define FILTERS_WAIT_MS 5000
+
+/* The store holds the cloud's objects and the filters run on the way out,
+ * so an answer they may change waits until their view (Services, the
+ * Node, the NodePool, yurt-hub-cfg) is loaded from the cache - at a start
+ * offline it is not yet - rather than go out unfiltered.  true: go on;
+ * false: answered 503 with Retry-After (*rc). */
+static bool filters_ready(struct proxy *p, struct request *req, int *rc)
+{
+	if (!p->cluster || cluster_synced(p->cluster) ||
+	    !cluster_filters_for(p->cluster, req->component, request_info_verb(&req->ri),
+				 req->ri.resource))
+		return true;
+	int64_t t0 = clock_now_ms();
+	while (!cluster_synced(p->cluster)) {
+		if (clock_now_ms() - t0 >= FILTERS_WAIT_MS || atomic_load(&p->stopping)) {
+			log_v(1, "offline: %s %s: the filters' view is not loaded yet: 503",
+			      req->component, req->raw_uri);
+			struct reply *r = reply_status_new(
+			    503, NULL,
+			    "the response filters' view of the cluster is not loaded from the "
+			    "cache yet: try again",
+			    NULL);
+			if (r)
+				reply_header(r, "Retry-After", "1");
+			*rc = reply_send(req, 503, r);
+			return false;
+		}
+		struct timespec pause = {0, 20 * 1000 * 1000};
+		nanosleep(&pause, NULL);
+	}
+	return true;
+}
+
 int local_answer(struct proxy *p, struct request *req)
 {
 	int refused;
@@ -532,6 +641,9 @@ int local_answer(struct proxy *p, struct request *req)
 	const struct request_info *ri = &req->ri;
 	if (!ri->is_resource)
 		return local_nonresource(p, req);
+	int waited;
+	if (!filters_ready(p, req, &waited))
+		return waited;
 	const char *accept = request_header(req, "Accept");
 	if (accept && !cache_accept_for(accept) && !strstr(accept, "as=Table"))
 		return local_status(req, 406,

@@ -3,6 +3,10 @@
  * (docs/contracts.md §6), as the API server would:
  *
  *   get          the cached object (kind/apiVersion filled in), or 404
+ *
+ * Every answer that carries objects goes through the requesting component's
+ * response filters: the store holds the cloud's objects (docs/filters.md).
+ *
  *   list         from a cached view that covers the request (same or wider
  *                namespace; same selector, or an unfiltered view), with the
  *                request's selectors evaluated, limit/continue honoured and the
@@ -31,6 +35,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "filter/rewrite.h"
 #include "http/request.h"
 #include "storage/store.h"
 #include "util/buf.h"
@@ -62,6 +67,15 @@ void local_kind_free(struct local_kind *k);
 /* Append obj to out, with kind/apiVersion added when it lacks them (objects
  * cached from lists do). */
 int local_append_object(struct buf *out, const char *obj, size_t len, const struct local_kind *k);
+
+/* The response filters of req's component (docs/filters.md), on the way
+ * out: the store holds the cloud's objects.  0 with *rw NULL when none
+ * apply, or a rewriter of that shape whose output goes to out(ctx); -1 out
+ * of memory. */
+int local_rewrite_new(struct proxy *p, const struct request *req, enum rewrite_shape shape,
+		      rewrite_out_fn out, void *ctx, struct rewrite **rw);
+/* Count what rw did in the filters' metrics, and free it. */
+void local_rewrite_free(struct proxy *p, struct rewrite *rw);
 
 /* The Status answers. */
 int local_status(struct request *req, int code, const char *message);

@@ -6,7 +6,9 @@
  * component first, then any other; a view of the same or a wider namespace,
  * with the same selectors, or none.  The request's selectors are evaluated
  * on each cached object.  The list's metadata (resourceVersion, continue)
- * is written after the items, once known: JSON has no order.
+ * is written after the items, once known: JSON has no order.  The store
+ * holds the cloud's objects: what is produced goes through the requesting
+ * component's response filters (gen_filter) on its way to the client.
  */
 #include <errno.h>
 #include <poll.h>
@@ -103,6 +105,10 @@ struct gen {
 	bool doc_answers;
 	char *group, *resource;
 	struct buf doc;
+	/* the component's response filters: out is then what the store
+	 * says, fed through rw into to_client, which the client gets */
+	struct rewrite *rw;
+	struct buf to_client;
 };
 
 static void gen_free(struct gen *g)
@@ -116,6 +122,36 @@ static void gen_free(struct gen *g)
 	buf_free(&g->doc);
 	free(g->group);
 	free(g->resource);
+	if (g->p)
+		local_rewrite_free(g->p, g->rw);
+	buf_free(&g->to_client);
+}
+
+static int append_to_client(void *ctx, const char *data, size_t len)
+{
+	struct gen *g = ctx;
+	return buf_append(&g->to_client, data, len);
+}
+
+/* The filters for req's component, when it has any. */
+static int gen_filters(struct gen *g, const struct request *req, enum rewrite_shape shape)
+{
+	return local_rewrite_new(g->p, req, shape, append_to_client, g, &g->rw);
+}
+
+/* What was produced goes through the filters (end: the answer is over). */
+static int gen_filter(struct gen *g, bool end)
+{
+	if (!g->rw)
+		return 0;
+	int rc = g->out.len ? rewrite_feed(g->rw, g->out.data, g->out.len) : 0;
+	buf_reset(&g->out);
+	if (rc == 0 && end)
+		rc = rewrite_finish(g->rw);
+	if (rc < 0)
+		log_warn("offline: %s: the answer cannot be filtered: %s", g->resource,
+			 rewrite_error(g->rw));
+	return rc;
 }
 
 /* Parse the request's selectors; 0, or -1 with *why set. */
@@ -199,18 +235,20 @@ static uint64_t gen_rv(const struct gen *g)
 	return g->view_rv ? g->view_rv : g->max_rv;
 }
 
-/* Hand over produced bytes; 0 when there are none. */
+/* Hand over produced bytes (filtered, when the component has filters); 0
+ * when there are none. */
 static ssize_t gen_take(struct gen *g, char *out, size_t max)
 {
-	size_t n = g->out.len - g->off;
+	struct buf *from = g->rw ? &g->to_client : &g->out;
+	size_t n = from->len - g->off;
 	if (!n)
 		return 0;
 	if (n > max)
 		n = max;
-	memcpy(out, g->out.data + g->off, n);
+	memcpy(out, from->data + g->off, n);
 	g->off += n;
-	if (g->off == g->out.len) {
-		buf_reset(&g->out);
+	if (g->off == from->len) {
+		buf_reset(from);
 		g->off = 0;
 	}
 	return (ssize_t)n;
@@ -336,7 +374,7 @@ static ssize_t list_read(void *cls, char *out, size_t max)
 			return n;
 		if (l->state == LIST_DONE)
 			return REPLY_END;
-		if (list_produce(l) < 0)
+		if (list_produce(l) < 0 || gen_filter(&l->g, l->state == LIST_DONE) < 0)
 			return REPLY_ABORT;
 	}
 }
@@ -436,6 +474,12 @@ int local_list(struct proxy *p, struct request *req)
 		free(start);
 		list_free(l);
 		return bad_selector(req, why);
+	}
+	if (gen_filters(&l->g, req, REWRITE_LIST) < 0) {
+		free(component);
+		free(start);
+		list_free(l);
+		return -1;
 	}
 	e = gen_iter(&l->g, component, ri, start);
 	free(component);
@@ -638,6 +682,8 @@ static int watch_produce(struct watch_gen *w)
 	case WATCH_IDLE:
 		if (!w->g.out.len && w->g.out.cap > WATCH_CHUNK / 4)
 			buf_free(&w->g.out); /* the initial events' buffer, drained */
+		if (!w->g.to_client.len && w->g.to_client.cap > WATCH_CHUNK / 4)
+			buf_free(&w->g.to_client);
 		return idle(w);
 	default:
 		return 0;
@@ -653,7 +699,7 @@ static ssize_t watch_read(void *cls, char *out, size_t max)
 			return n;
 		if (w->state == WATCH_DONE)
 			return REPLY_END;
-		if (watch_produce(w) < 0)
+		if (watch_produce(w) < 0 || gen_filter(&w->g, false) < 0)
 			return REPLY_ABORT;
 	}
 }
@@ -807,6 +853,11 @@ int local_watch(struct proxy *p, struct request *req)
 		free(component);
 		watch_free(w);
 		return bad_selector(req, why);
+	}
+	if (gen_filters(&w->g, req, REWRITE_WATCH) < 0) {
+		free(component);
+		watch_free(w);
+		return -1;
 	}
 	if (initial)
 		e = gen_iter(&w->g, component, ri, NULL);

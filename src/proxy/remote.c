@@ -162,13 +162,16 @@ static void track_framing(struct remote *r, const char *data, size_t len)
 	framing_feed(&r->framing, data, len);
 }
 
-/* Bytes for the client (and the cache, which stores what the client got). */
+/* Bytes for the client.  The cache is fed the cloud's bytes, not these
+ * (see on_body): what it stores is filtered on the way out, online and
+ * offline alike (docs/filters.md). */
 static int pass_on(void *p, const char *data, size_t len)
 {
 	struct remote *r = p;
 	if (buf_append(&r->pending, data, len) < 0)
 		return -1;
-	cache_tee_feed(r->tee, data, len);
+	if (!r->rw)
+		cache_tee_feed(r->tee, data, len);
 	track_framing(r, data, len);
 	return 0;
 }
@@ -190,6 +193,8 @@ static size_t on_body(char *data, size_t size, size_t n, void *p)
 		r->paused = true;
 		return CURL_WRITEFUNC_PAUSE; /* the client is slower: let TCP push back */
 	}
+	if (r->rw)
+		cache_tee_feed(r->tee, data, len); /* the cloud's object, unfiltered */
 	if (r->rw ? rewrite_feed(r->rw, data, len) < 0 : pass_on(r, data, len) < 0) {
 		if (r->rw)
 			log_warn("proxy: %s: the answer cannot be filtered: %s", r->b->url,
@@ -246,8 +251,9 @@ static void finish(struct remote *r, CURLcode result)
 	r->result = finish_filtering(r, result);
 	/* The cache hears the end before the client gets the last bytes, so that
 	 * a paginated list's next page finds its session parked.  An object a
-	 * filter dropped is not stored: the client never got it. */
-	cache_tee_end(r->tee, r->result == CURLE_OK && !(r->rw && rewrite_dropped(r->rw)));
+	 * filter dropped is stored too: the store holds the cloud's objects, and
+	 * an offline get of it is filtered, and dropped, again. */
+	cache_tee_end(r->tee, r->result == CURLE_OK);
 	r->tee = NULL;
 }
 
@@ -716,17 +722,15 @@ static int start_filtering(struct remote *r, const struct request_info *ri)
 	return 0;
 }
 
-/* The bytes that came with the headers, to the cache or through the
- * filters (which need all of them). */
+/* The bytes that came with the headers, to the cache (the cloud's bytes,
+ * filtered or not) and through the filters (which need all of them). */
 static int first_bytes(struct remote *r)
 {
 	if (!have_data(r))
 		return 0;
-	if (!r->rw) {
-		cache_tee_feed(r->tee, r->pending.data + r->pending_off,
-			       r->pending.len - r->pending_off);
+	cache_tee_feed(r->tee, r->pending.data + r->pending_off, r->pending.len - r->pending_off);
+	if (!r->rw)
 		return 0;
-	}
 	struct buf raw = r->pending;
 	size_t off = r->pending_off;
 	r->pending = (struct buf)BUF_INIT;
@@ -812,9 +816,9 @@ enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cach
 		remote_free(r);
 		return REMOTE_ERROR;
 	}
+	/* the cache takes the cloud's body as it came, gzip or not */
 	r->tee = cache_tee_new(p->cache, mode, req->component, &req->ri, (int)r->status,
-			       find_header(r, "Content-Type"),
-			       r->rw_gunzips ? NULL : find_header(r, "Content-Encoding"));
+			       find_header(r, "Content-Type"), find_header(r, "Content-Encoding"));
 	if (first_bytes(r) < 0) {
 		remote_free(r);
 		return REMOTE_BAD_ANSWER;
