@@ -1,6 +1,7 @@
 """End to end: what the hub stores for a filtered component, and what it
 answers from it offline after a topology change (docs/filters.md, "What
-the cache holds").
+the cache holds").  Also a get: kubelet's kube-proxy ConfigMap is stored as
+the cloud has it and answered filtered, online and offline.
 
 The store holds the cloud's objects and the filters run on the way out,
 offline too.  The finding this guards against: kube-proxy lists the
@@ -35,7 +36,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import HUB_BIN, ROOT, Double, Hub, Suite, wait_for  # noqa: E402
 from test_filters import (KUBE_PROXY, KUBE_PROXY_ACCEPT, SECURE, endpoints_for,  # noqa: E402
-                          endpoints_nodes, items, service, slice_for, slice_nodes)
+                          endpoints_nodes, hub_json, items, service, slice_for, slice_nodes)
 from watch_stream import open_watch, read_events  # noqa: E402
 
 RELEASE = os.environ.get("YURTHUB_RELEASE_BUILD") or os.path.join(ROOT, "build")
@@ -194,7 +195,46 @@ def change(t, double, label, binary, extra, resources, first, then):
         hub.stop()
 
 
+KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
+KUBECONFIG_LINE = "  kubeconfig: /var/lib/kube-proxy/kubeconfig.conf"
+PROXY_CONF = "kind: KubeProxyConfiguration\nclientConnection:\n" + KUBECONFIG_LINE + "\n"
+FILTERED_CONF = PROXY_CONF.replace("  kubeconfig:", "  #kubeconfig:")
+
+
+def kubelet_conf(hub):
+    s, _, cm = hub_json(hub, "/api/v1/namespaces/kube-system/configmaps/kube-proxy", KUBELET)
+    return cm.get("data", {}).get("config.conf") if s == 200 and isinstance(cm, dict) else s
+
+
+def get_filtered(t, double, label, binary):
+    """A get: kubelet's kube-proxy ConfigMap is stored as the cloud has it
+    and answered filtered (inclusterconfig), online and offline."""
+    hub = Hub(t.workdir, [double.url], extra=[SECURE], name="hub-get-" + label, binary=binary)
+    t.cleanups.append(hub.stop)
+    try:
+        t.check("%s: online, kubelet's get of the kube-proxy ConfigMap is filtered" % label,
+                kubelet_conf(hub) == FILTERED_CONF, repr(kubelet_conf(hub)))
+        out = []
+
+        def in_store():
+            r = subprocess.run([hub_binary(hub), "cache", "get", hub.cache, "kubelet",
+                                "configmaps.v1.core", "kube-system", "kube-proxy"],
+                               capture_output=True, text=True, timeout=60)
+            out[:] = [r.stdout]
+            return r.returncode == 0
+        wait_for(in_store, 15, what="the ConfigMap in the store")
+        t.check("%s: the store holds it as the cloud sent it" % label,
+                json.loads(out[0])["data"]["config.conf"] == PROXY_CONF, out[0][:300])
+        go_offline(double, hub)
+        t.check("%s: offline, kubelet's get of it is filtered" % label,
+                kubelet_conf(hub) == FILTERED_CONF, repr(kubelet_conf(hub)))
+    finally:
+        double.restore()
+        hub.stop()
+
+
 def run_binary(t, double, label, binary):
+    t.run(get_filtered, double, label, binary)
     for first, then in ((HOSTNAME, NODEPOOL), (NODEPOOL, HOSTNAME)):
         t.run(change, double, label + ", sharing off", binary, ["--pool-scope-resources="],
               ["endpoints", "endpointslices"], first, then)
@@ -208,6 +248,9 @@ def main():
     t.cleanups.append(double.stop)
     double.put_object(slice_for("app", EPS))
     double.put_object(endpoints_for("app", EPS))
+    double.put_object({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "kube-proxy", "namespace": "kube-system"},
+                       "data": {"config.conf": PROXY_CONF}})
     run_binary(t, double, "sanitizer", HUB_BIN)
     if os.path.exists(RELEASE_HUB):
         run_binary(t, double, "release", RELEASE_HUB)
