@@ -1427,10 +1427,20 @@ class Gate:
         with self.cond:
             self.conns.discard(holder)
 
+    def adopt(self, holder, sock):
+        """holder's connection is now sock, its TLS side, whose handshake is done; False if
+        kill_all() ran during that handshake (the connection is then to be dropped)."""
+        with self.cond:
+            holder.sock = sock
+            return not holder.killed
+
     def kill_all(self):
-        """Shut down every open API connection (watches included) at once."""
+        """Shut down every open API connection (watches included) at once.  Exact: once it
+        returns, nothing that came over a connection open before it is counted (see
+        ConnHolder), which is what a test that switches the client CA relies on."""
         with self.cond:
             for holder in list(self.conns):
+                holder.killed = True
                 try:
                     fd = holder.sock.fileno()
                     if fd >= 0:
@@ -1442,11 +1452,19 @@ class Gate:
                 except OSError:
                     pass
 
-    def count(self, ua, path):
+    def count(self, ua, path, client_cn, holder):
+        """Count a request (client_cn: its certificate's CN, None without one).  False, and
+        nothing counted, when its connection has been killed: the request was read before
+        the kill, its answer cannot be sent, and it must not show up after the kill."""
         with self.cond:
+            if holder.killed:
+                return False
             self.requests += 1
             self.by_ua[(ua or "").split("/")[0]] += 1
             self.by_path[path] += 1
+            if client_cn is not None:
+                self.by_client_cn[client_cn] += 1
+            return True
 
     def record_head(self, path, head):
         with self.cond:
@@ -1463,10 +1481,6 @@ class Gate:
     def bytes_snapshot(self):
         with self.bytes_lock:
             return dict(self.bytes_by_ua)
-
-    def count_client(self, cn):
-        with self.cond:
-            self.by_client_cn[cn] += 1
 
     def count_in(self, counter, key):
         with self.cond:
@@ -1499,10 +1513,15 @@ class Gate:
 
 
 class ConnHolder:
-    __slots__ = ("sock",)
+    """An API connection, from its accept to its close.  killed is set by kill_all(), also
+    while the TLS handshake is in flight: Python has then detached the accepted socket (its
+    fileno() is -1) and the TLS socket is not there yet, so there is no fd to shut down;
+    the connection is dropped when the handshake ends (Gate.adopt)."""
+    __slots__ = ("sock", "killed")
 
     def __init__(self, sock):
         self.sock = sock
+        self.killed = False
 
 
 # --------------------------------------------------------------------------------------------
@@ -2981,11 +3000,13 @@ class ApiHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.req_path = u.path
-        gate.count(self.headers.get("User-Agent", ""), u.path)
         peer = self.connection.getpeercert() if hasattr(self.connection, "getpeercert") else None
-        if peer:
-            gate.count_client(next((v for rdn in peer.get("subject", ()) for k, v in rdn
-                                    if k == "commonName"), ""))
+        cn = next((v for rdn in peer.get("subject", ()) for k, v in rdn
+                   if k == "commonName"), "") if peer else None
+        if not gate.count(self.headers.get("User-Agent", ""), u.path, cn,
+                          self.server.this_conn.holder):
+            self.close_connection = True
+            return
         hostile = self.server.hostile.take(u.path)
         if hostile:
             return HostileAnswer(self, hostile, q, u.path).send()
@@ -3588,6 +3609,7 @@ class ApiServer(ThreadingHTTPServer):
         self.store, self.gate, self.ssl_ctx = store, gate, ssl_ctx
         self.bookmark_interval, self.verbose = bookmark_interval, verbose
         self.hostile = HostileLog(gate.cond)
+        self.this_conn = threading.local()  # .holder: the ConnHolder of this thread's connection
         self.auth_enabled = bool(ssl_ctx and ssl_ctx.verify_mode != ssl.CERT_NONE)
         self.identity = None             # an IdentitySetup with a CA or bootstrap tokens
         self.sa_issuer = SaIssuer()      # service-account tokens and their keys
@@ -3615,8 +3637,11 @@ class ApiServer(ThreadingHTTPServer):
                 return
             if self.ssl_ctx:
                 request.settimeout(10)
-                conn = holder.sock = self.ssl_ctx.wrap_socket(request, server_side=True)
+                conn = self.ssl_ctx.wrap_socket(request, server_side=True)
                 conn.settimeout(None)
+                if not self.gate.adopt(holder, conn):
+                    return
+            self.this_conn.holder = holder
             self.RequestHandlerClass(conn, client_address, self)
         except CONN_ERRORS:
             pass

@@ -316,7 +316,11 @@ def rotation(t, d):
             and by_cn().get("system:node:node-a", 0) > 0, by_cn())
 
     # kubelet rotates to B, and A stops working: the cloud now trusts only rot-ca2, and the
-    # connections made with A are closed.
+    # connections made with A are closed.  The count read once /client-ca has returned is
+    # exact: the double has then closed every connection made before the switch, those
+    # still in their TLS handshake included, and counts nothing more that came over them.
+    # (The hub presents A until it notices the new file, within seconds; the cloud must
+    # refuse it from the switch on.)
     t0 = time.monotonic()
     repoint(current, p("kubelet-client-b.pem"))
     double.control("POST", "/client-ca?path=" + p("rot-ca2.crt"))
