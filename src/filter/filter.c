@@ -164,7 +164,9 @@ bool filter_env_in_pool(const struct filter_env *env, const char *node)
 
 const char *filter_hub_host(const struct filter_env *env)
 {
-	return env->hub_host && *env->hub_host ? env->hub_host : NULL;
+	if (!env->hub_host || !*env->hub_host)
+		return NULL;
+	return !env->hub_serving || env->hub_serving(env->hub_serving_ctx) ? env->hub_host : NULL;
 }
 
 long filter_hub_port(const struct filter_env *env)

@@ -100,8 +100,14 @@ struct filter_env {
 	/* Where pods reach the hub.  With no host, masterservice,
 	 * forwardkubesvctraffic and serviceenvupdater change nothing; a port
 	 * that is not a number in 1..65535 is written into no Service or slice. */
-	const char *hub_host;	       /* the dummy IP, or --bind-proxy-address */
-	const char *hub_port;	       /* --proxy-secure-port, as text */
+	const char *hub_host; /* the dummy IP, or --bind-proxy-address */
+	const char *hub_port; /* --proxy-secure-port, as text */
+	/* Does hub_port accept pods' connections now (NULL: yes)?  While it
+	 * does not (no serving certificate yet), the three filters that point
+	 * pods at the hub leave objects as the cloud sent them: an address
+	 * that refuses them is worse than the cloud's. */
+	bool (*hub_serving)(void *ctx);
+	void *hub_serving_ctx;
 	bool hub_ipv6;		       /* hub_host is an IPv6 address */
 	bool pool_topology;	       /* pool topology on (NodePool or NodeBuckets) */
 	const char *const *pool_nodes; /* the nodes of the pool, strcmp order; NULL unknown */

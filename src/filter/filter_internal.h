@@ -97,7 +97,8 @@ int fj_set_integer(json_t *parent, const char *key, json_int_t value);
 
 /* ---- env helpers (filter.c) ---- */
 
-/* The hub's host, NULL when not set: the filters that write it do nothing. */
+/* The hub's host, NULL when not set or while its port does not serve
+ * (env->hub_serving): the filters that write it do nothing. */
 const char *filter_hub_host(const struct filter_env *env);
 /* The hub's port as a number, -1 when unset or not in 1..65535. */
 long filter_hub_port(const struct filter_env *env);
