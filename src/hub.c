@@ -274,10 +274,11 @@ static int readyz_verbose(struct hub *h, struct request *req, int code, const ch
 		rc = buf_printf(&b, "[+]hub-address ok\n");
 	else if (rc == 0 && h->cluster)
 		rc = buf_printf(&b,
-				"[-]hub-address not serving: secure port %d has no serving "
-				"certificate; default/kubernetes and its EndpointSlice are passed "
-				"as the cloud sent them\n",
-				h->cfg->proxy_secure_port);
+				"[-]hub-address not serving: %s; default/kubernetes and its "
+				"EndpointSlice are passed as the cloud sent them\n",
+				h->cfg->proxy_secure_port
+				    ? "the secure port has no serving certificate"
+				    : "--proxy-secure-port=0");
 	rc = rc ? rc : buf_printf(&b, "readyz check %s\n", code == 200 ? "passed" : "failed");
 	if (rc < 0) {
 		buf_free(&b);
@@ -385,12 +386,15 @@ static bool hub_port_serving(void *ctx)
 	if (was == (int)serving) /* the common case: no write to a shared line */
 		return serving;
 	was = atomic_exchange(&h->hub_port_seen, serving);
-	if (was != (int)serving && !serving)
-		log_warn("filters: the secure port %d does not serve (no serving certificate yet): "
-			 "default/kubernetes, its EndpointSlice and pods' KUBERNETES_SERVICE_HOST "
-			 "go to node components as the cloud sent them",
-			 h->cfg->proxy_secure_port);
-	else if (was == 0 && serving)
+	if (was == (int)serving) /* another thread said it */
+		return serving;
+	if (!serving)
+		log_warn("filters: %s: default/kubernetes, its EndpointSlice and pods' "
+			 "KUBERNETES_SERVICE_HOST go to node components as the cloud sent them",
+			 h->cfg->proxy_secure_port
+			     ? "the secure port does not serve (no serving certificate yet)"
+			     : "there is no secure port (--proxy-secure-port=0)");
+	else if (was == 0)
 		log_msg('I', 0,
 			"filters: the secure port %d serves: default/kubernetes and its "
 			"EndpointSlice point pods at the hub from now on",

@@ -179,6 +179,8 @@ static const char *meta_string(json_t *obj, const char *key)
 static bool is_json_object(const char *data, size_t len)
 {
 	struct list_decoder *d = list_decoder_new(NULL, NULL);
+	if (d)
+		list_decoder_tolerate_odd(d);
 	bool ok = d && list_decoder_feed(d, data, len) == 0 && list_decoder_finish(d, NULL) == 0;
 	list_decoder_free(d);
 	return ok; /* the list decoder takes any one object: a list is one */

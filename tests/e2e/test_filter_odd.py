@@ -178,7 +178,8 @@ def test_port_not_serving(t, double, binary, tag):
     with open(hub.logpath, "rb") as f:
         log = f.read().decode(errors="replace")
     t.check("%s no certificate: the log says so, once" % tag,
-            log.count("does not serve (no serving certificate yet)") == 1, hub.tail())
+            log.count("the secure port does not serve (no serving certificate yet)") == 1,
+            hub.tail())
     hub.stop()
 
 
