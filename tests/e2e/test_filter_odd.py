@@ -10,7 +10,8 @@ that does not serve (docs/filters.md, "Objects a filter cannot read" and
    ordinary pod filtered, each odd one exactly as the cloud sent it;
    yurthub_filter_unparsable_total{filter="serviceenvupdater"} counts them;
    each is logged once however often kubelet lists.  The same in a watch:
-   an odd pod's event passes as it came and the stream goes on.
+   an odd pod's event passes as it came and the stream goes on; and in
+   kube-proxy's services list answered by the multiplexer.
 2. A hub with --proxy-secure-port but no serving certificate leaves
    kubelet's default/kubernetes Service, kube-proxy's kubernetes
    EndpointSlice and pods' KUBERNETES_SERVICE_HOST as the cloud sent them,
@@ -152,6 +153,49 @@ def test_odd_watch(t, double, hub, tag):
     double.delete_object("v1", "Pod", "default", "after-" + tag)
 
 
+def test_odd_mux(t, double, hub, tag):
+    """Services are pool-scope: kube-proxy's list comes from the multiplexer's
+    shared cache, through the same rewriter."""
+    name = "odd-lb-" + tag
+    double.put_object({"apiVersion": "v1", "kind": "Service",
+                       "metadata": {"name": name, "namespace": "default",
+                                    "annotations": {"svc.openyurt.io/discard": "true",
+                                                    "note": "\udcff"}},
+                       "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}})
+    double.put_object({"apiVersion": "v1", "kind": "Service",
+                       "metadata": {"name": "lb-" + tag, "namespace": "default",
+                                    "annotations": {"svc.openyurt.io/discard": "true"}},
+                       "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}})
+    metric = 'yurthub_filter_unparsable_total{filter="discardcloudservice"}'
+
+    def count():
+        for line in hub.metrics().splitlines():
+            if line.startswith(metric + " "):
+                return float(line.rsplit(" ", 1)[1])
+        return 0
+
+    before_kp = double.state()["requests_by_user_agent"].get("kube-proxy", 0)
+    before = count()
+    got = {}
+
+    def listed():
+        s, body = hub_list(hub, "/api/v1/services", KUBE_PROXY)
+        got.clear()
+        got.update({i["metadata"]["name"]: i for i in body["items"]})
+        return name in got
+    wait_for(listed, 20, what="the odd service in kube-proxy's list")
+    after_kp = double.state()["requests_by_user_agent"].get("kube-proxy", 0)
+    t.check("%s multiplexer: kube-proxy's services come from the multiplexer" % tag,
+            after_kp == before_kp, "%s -> %s" % (before_kp, after_kp))
+    t.check("%s multiplexer: the odd LoadBalancer passes as it came, the other is dropped"
+            % tag, got[name]["metadata"]["annotations"]["note"] == "\udcff" and
+            "lb-" + tag not in got, repr(sorted(got)))
+    t.check("%s multiplexer: counted against discardcloudservice" % tag, count() > before,
+            "%s -> %s" % (before, count()))
+    double.delete_object("v1", "Service", "default", name)
+    double.delete_object("v1", "Service", "default", "lb-" + tag)
+
+
 def test_port_not_serving(t, double, binary, tag):
     port = free_port()
     hub = Hub(t.workdir, [double.url], extra=["--proxy-secure-port=%d" % port],
@@ -205,6 +249,7 @@ def run_with(t, double, binary, tag):
     t.run(test_port_serving, double, hub, tag)
     t.run(test_odd_list, double, hub, tag)
     t.run(test_odd_watch, double, hub, tag)
+    t.run(test_odd_mux, double, hub, tag)
     hub.stop()
     t.run(test_port_not_serving, double, binary, tag)
 
