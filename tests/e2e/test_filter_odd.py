@@ -16,7 +16,9 @@ that does not serve (docs/filters.md, "Objects a filter cannot read" and
    kubelet's default/kubernetes Service, kube-proxy's kubernetes
    EndpointSlice and pods' KUBERNETES_SERVICE_HOST as the cloud sent them,
    and says so in /v1/readyz?verbose and (once) in its log; with a
-   certificate the port serves and they are rewritten.
+   certificate the port serves and they are rewritten; a certificate that
+   comes later (bootstrap, the serving CSR approved after the start) starts
+   the rewrite from then on.
 
 Each part runs against the sanitizer build and, when it is there, the
 release build (build/src/yurthub).
@@ -240,6 +242,82 @@ def test_port_serving(t, double, hub, tag):
             s == 200 and b"[+]hub-address ok" in ready, ready.decode(errors="replace"))
 
 
+def csrs(double):
+    s, body = double.control("GET", "/objects?apiVersion=certificates.k8s.io/v1"
+                             "&kind=CertificateSigningRequest")
+    return json.loads(body)["items"] if s == 200 else []
+
+
+def approve(double, signer):
+    """Approve the pending CSRs of signer; how many there were."""
+    n = 0
+    for c in csrs(double):
+        conds = [x["type"] for x in (c.get("status") or {}).get("conditions") or []]
+        if c["spec"].get("signerName") == signer and not conds:
+            double.control("POST", "/csr?action=approve&name=" + c["metadata"]["name"])
+            n += 1
+    return n
+
+
+def test_certificate_arrives(t, binary, tag):
+    """Bootstrap: the client certificate is approved, the serving one only later.
+    Until then kubelet sees the cloud's kubernetes Service; from then on, the hub."""
+    import hashlib
+    import threading
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    token = "abcdef.0123456789abcdef"
+    pki = os.path.join(t.workdir, "pki-" + tag)
+    cloud = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--pki-dir", pki,
+                               "--bootstrap-token", token])
+    t.cleanups.append(cloud.stop)
+    with open(os.path.join(pki, "ca.crt"), "rb") as f:
+        spki = x509.load_pem_x509_certificate(f.read()).public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    stop = threading.Event()
+
+    def approver():  # yurt-manager, for the client certificate only
+        while not stop.is_set():
+            approve(cloud, "kubernetes.io/kube-apiserver-client")
+            stop.wait(0.2)
+    th = threading.Thread(target=approver, daemon=True)
+    th.start()
+    port = free_port()
+    try:
+        hub = Hub(t.workdir, ["https://127.0.0.1:%d" % cloud.port], name="hub-late-" + tag,
+                  binary=binary,
+                  extra=["--join-token=" + token, "--root-dir=" + os.path.join(
+                      t.workdir, "root-" + tag), "--discovery-token-ca-cert-hash=sha256:" +
+                         hashlib.sha256(spki).hexdigest(), "--proxy-secure-port=%d" % port])
+    finally:
+        stop.set()
+        th.join()
+    t.cleanups.append(hub.stop)
+
+    def kube_ip():
+        s, body = hub_list(hub, "/api/v1/services", KUBELET)
+        for i in body["items"]:
+            if (i["metadata"]["namespace"], i["metadata"]["name"]) == ("default", "kubernetes"):
+                return i["spec"]["clusterIP"]
+        return None
+    t.check("%s late certificate: before it, the cloud's kubernetes Service" % tag,
+            kube_ip() not in (None, HUB_HOST), repr(kube_ip()))
+    wait_for(lambda: [c for c in csrs(cloud)
+                      if c["spec"].get("signerName") == "kubernetes.io/kubelet-serving"],
+             30, what="the serving CSR")
+    t.check("%s late certificate: the serving CSR approved" % tag,
+            approve(cloud, "kubernetes.io/kubelet-serving") == 1)
+    wait_for(lambda: kube_ip() == HUB_HOST, 30, what="the rewrite once the port serves")
+    _, _, ready = get("127.0.0.1", hub.serve_port, "/v1/readyz?verbose")
+    with open(hub.logpath, "rb") as f:
+        log = f.read().decode(errors="replace")
+    t.check("%s late certificate: then the hub's, said in the log and readyz" % tag,
+            b"[+]hub-address ok" in ready and "point pods at the hub from now on" in log,
+            ready.decode(errors="replace"))
+    hub.stop()
+    cloud.stop()
+
+
 def run_with(t, double, binary, tag):
     port = free_port()
     hub = Hub(t.workdir, [double.url], extra=secure_flags(t.workdir, port),
@@ -252,6 +330,7 @@ def run_with(t, double, binary, tag):
     t.run(test_odd_mux, double, hub, tag)
     hub.stop()
     t.run(test_port_not_serving, double, binary, tag)
+    t.run(test_certificate_arrives, binary, tag)
 
 
 def main():
