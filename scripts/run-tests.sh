@@ -46,6 +46,7 @@ py:tests/e2e/test_memory.py
 py:tests/e2e/test_outage.py
 py:tests/e2e/test_filters.py
 py:tests/e2e/test_filter_store.py
+py:tests/e2e/test_filter_odd.py
 py:tests/e2e/test_multiplexer.py
 py:tests/e2e/test_pool.py
 py:tests/e2e/test_autonomy.py

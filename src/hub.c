@@ -71,6 +71,9 @@ struct hub {
 	struct hub_pool pool;		   /* the pool's leader hub */
 	char *proxy_url, *hub_port;	   /* the cluster's settings */
 	atomic_bool ready;		   /* the store has recovered */
+	/* what the filters last found of the secure port, for logging each
+	 * change once: -1 not asked yet, 0 not serving, 1 serving */
+	atomic_int hub_port_seen;
 	/* the autonomy condition last reported to the cloud (housekeeping's
 	 * thread only) */
 	int reported_autonomy; /* -1 never, 0, 1 */
@@ -261,11 +264,22 @@ static int readyz_verbose(struct hub *h, struct request *req, int code, const ch
 	char why[256];
 	bool autonomous = judge_autonomy(h, why, sizeof why);
 	struct buf b = BUF_INIT;
-	int rc = buf_printf(&b, "%s\n[%c]autonomy %s%s\nreadyz check %s\n",
+	int rc = buf_printf(&b, "%s\n[%c]autonomy %s%s\n",
 			    failed ? failed : "[+]store ok\n[+]identity ok\n[+]filters ok",
 			    autonomous ? '+' : '-',
-			    autonomous ? "ok" : "not ready: ", autonomous ? "" : why,
-			    code == 200 ? "passed" : "failed");
+			    autonomous ? "ok" : "not ready: ", autonomous ? "" : why);
+	/* like autonomy, said without making the hub unready: the filters
+	 * leave the kubernetes Service alone meanwhile */
+	if (rc == 0 && h->cluster && server_secure_serving(h->server))
+		rc = buf_printf(&b, "[+]hub-address ok\n");
+	else if (rc == 0 && h->cluster)
+		rc = buf_printf(&b,
+				"[-]hub-address not serving: %s; default/kubernetes and its "
+				"EndpointSlice are passed as the cloud sent them\n",
+				h->cfg->proxy_secure_port
+				    ? "the secure port has no serving certificate"
+				    : "--proxy-secure-port=0");
+	rc = rc ? rc : buf_printf(&b, "readyz check %s\n", code == 200 ? "passed" : "failed");
 	if (rc < 0) {
 		buf_free(&b);
 		return -1;
@@ -360,6 +374,34 @@ static void leader_hub_changed(void *ctx, const struct leader_hub *lh, bool know
 	hub_pool_apply(&h->pool, lh, known);
 }
 
+/* The address masterservice, forwardkubesvctraffic and serviceenvupdater
+ * give pods is the secure port's: they rewrite only while it serves
+ * (docs/filters.md).  Asked by request threads, which exist only once
+ * server_start() has set h->server. */
+static bool hub_port_serving(void *ctx)
+{
+	struct hub *h = ctx;
+	bool serving = server_secure_serving(h->server);
+	int was = atomic_load(&h->hub_port_seen);
+	if (was == (int)serving) /* the common case: no write to a shared line */
+		return serving;
+	was = atomic_exchange(&h->hub_port_seen, serving);
+	if (was == (int)serving) /* another thread said it */
+		return serving;
+	if (!serving)
+		log_warn("filters: %s: default/kubernetes, its EndpointSlice and pods' "
+			 "KUBERNETES_SERVICE_HOST go to node components as the cloud sent them",
+			 h->cfg->proxy_secure_port
+			     ? "the secure port does not serve (no serving certificate yet)"
+			     : "there is no secure port (--proxy-secure-port=0)");
+	else if (was == 0)
+		log_msg('I', 0,
+			"filters: the secure port %d serves: default/kubernetes and its "
+			"EndpointSlice point pods at the hub from now on",
+			h->cfg->proxy_secure_port);
+	return serving;
+}
+
 static int start_cluster(struct hub *h)
 {
 	const struct config *cfg = h->cfg;
@@ -374,6 +416,7 @@ static int start_cluster(struct hub *h)
 	    .namespace = cfg->namespace,
 	    .hub_host = cfg->enable_dummy_if ? cfg->dummy_if_ip : cfg->bind_proxy_address,
 	    .hub_port = h->hub_port,
+	    .hub_serving = hub_port_serving,
 	    .enable_node_pool = cfg->enable_node_pool,
 	    .pool_service_topology = cfg->enable_pool_service_topology,
 	    .filters_on = cfg->enable_resource_filter,
@@ -551,6 +594,7 @@ int hub_run(const struct config *cfg)
 	struct hub h;
 	memset(&h, 0, sizeof h);
 	h.cfg = cfg;
+	atomic_init(&h.hub_port_seen, -1);
 	/* One malloc arena per thread would keep each connection's freed
 	 * memory apart: a few shared arenas keep the footprint small. */
 	mallopt(M_ARENA_MAX, 2);

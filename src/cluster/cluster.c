@@ -47,6 +47,7 @@ struct bucket {
 struct cluster {
 	/* settings, copied */
 	char *proxy_url, *user_agent, *node_name, *pool_flag, *namespace, *hub_host, *hub_port;
+	bool (*hub_serving)(void *ctx);
 	bool enable_node_pool, pool_service_topology, filters_on, cloud_mode, pool_members;
 	char **disabled;
 	size_t ndisabled;
@@ -753,6 +754,7 @@ static int copy_settings(struct cluster *c, const struct cluster_settings *s)
 	c->namespace = dup0(s->namespace);
 	c->hub_host = dup0(s->hub_host);
 	c->hub_port = dup0(s->hub_port);
+	c->hub_serving = s->hub_serving;
 	c->enable_node_pool = s->enable_node_pool;
 	c->pool_service_topology = s->pool_service_topology;
 	c->filters_on = s->filters_on;
@@ -781,6 +783,8 @@ static void init_env(struct cluster *c)
 	e->hub_host = c->hub_host;
 	e->hub_port = c->hub_port;
 	e->hub_ipv6 = strchr(c->hub_host, ':') != NULL;
+	e->hub_serving = c->hub_serving;
+	e->hub_serving_ctx = c->ctx;
 	e->pool_topology = c->enable_node_pool || c->pool_service_topology;
 	e->topology_keys = topology_keys;
 	e->topology_ctx = c;

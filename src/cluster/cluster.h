@@ -33,6 +33,9 @@ struct cluster_settings {
 	const char *namespace; /* --namespace: where yurt-hub-cfg is */
 	const char *hub_host;  /* what the filters write as the API server's address */
 	const char *hub_port;
+	/* Does hub_port serve now (struct filter_env.hub_serving, with ctx)?
+	 * NULL: always. */
+	bool (*hub_serving)(void *ctx);
 	bool enable_node_pool;	    /* pool topology from the NodePool */
 	bool pool_service_topology; /* ... from NodeBuckets instead */
 	/* the filters the flags allow (--enable-resource-filter,

@@ -73,7 +73,11 @@ enum filter_result filter_inclusterconfig(const struct filter_env *env, enum fil
 
 	(void)env;
 	(void)res;
-	if (!conf || !fj_named(cm, "kube-system", "kube-proxy"))
+	if (!fj_named(cm, "kube-system", "kube-proxy"))
+		return FILTER_UNCHANGED;
+	if (fj_bad(cm, "data", JSON_OBJECT) || fj_bad(data, "config.conf", JSON_STRING))
+		return FILTER_UNPARSABLE;
+	if (!conf)
 		return FILTER_UNCHANGED;
 	if (comment_out(json_string_value(conf), json_string_length(conf), &out) &&
 	    json_object_set_new(data, "config.conf", json_stringn(out.data, out.len)) == 0)

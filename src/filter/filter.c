@@ -85,6 +85,12 @@ static bool kind_fits(const json_t *obj, enum filter_res res)
 enum filter_result filter_apply(filter_mask mask, const struct filter_env *env,
 				const struct filter_target *t, json_t *obj)
 {
+	return filter_apply_by(mask, env, t, obj, NULL);
+}
+
+enum filter_result filter_apply_by(filter_mask mask, const struct filter_env *env,
+				   const struct filter_target *t, json_t *obj, enum filter_id *by)
+{
 	enum filter_res res = resource_of(t);
 	enum filter_result out = FILTER_UNCHANGED;
 
@@ -96,32 +102,41 @@ enum filter_result filter_apply(filter_mask mask, const struct filter_env *env,
 		if (!(mask & FILTER_BIT(id)) || !(FILTERS[id].resources & RES_BIT(res)))
 			continue;
 		r = FILTERS[id].apply(env, res, obj);
-		if (r == FILTER_DROP)
-			return FILTER_DROP;
+		if (r == FILTER_DROP || r == FILTER_UNPARSABLE) {
+			if (by)
+				*by = (enum filter_id)id;
+			return r;
+		}
 		if (r == FILTER_CHANGED)
 			out = FILTER_CHANGED;
 	}
 	return out;
 }
 
-bool filter_wants(filter_mask mask, const struct filter_env *env, const struct filter_target *t,
-		  const struct stream_object *meta)
+enum filter_id filter_first_wanting(filter_mask mask, const struct filter_env *env,
+				    const struct filter_target *t, const struct stream_object *meta)
 {
 	enum filter_res res = resource_of(t);
 
 	if (res == RES_OTHER || !env || !(mask & FILTER_ALL))
-		return false;
-	if (!meta)
-		return true;
-	if (meta->kind && *meta->kind && strcmp(meta->kind, KIND[res]) != 0)
-		return false; /* kind_fits() says no */
+		return FILTER_COUNT;
+	if (meta && meta->kind && *meta->kind && strcmp(meta->kind, KIND[res]) != 0)
+		return FILTER_COUNT; /* kind_fits() says no */
 	for (int id = 0; id < FILTER_COUNT; id++) {
 		if (!(mask & FILTER_BIT(id)) || !(FILTERS[id].resources & RES_BIT(res)))
 			continue;
-		if (FILTERS[id].wants(env, res, meta))
-			return true;
+		if (!meta || FILTERS[id].wants(env, res, meta))
+			return (enum filter_id)id;
 	}
-	return false;
+	return FILTER_COUNT;
+}
+
+bool filter_wants(filter_mask mask, const struct filter_env *env, const struct filter_target *t,
+		  const struct stream_object *meta)
+{
+	if (!meta) /* nothing to look at: parse it */
+		return resource_of(t) != RES_OTHER && env && (mask & FILTER_ALL);
+	return filter_first_wanting(mask, env, t, meta) != FILTER_COUNT;
 }
 
 bool filter_env_in_pool(const struct filter_env *env, const char *node)
@@ -149,7 +164,9 @@ bool filter_env_in_pool(const struct filter_env *env, const char *node)
 
 const char *filter_hub_host(const struct filter_env *env)
 {
-	return env->hub_host && *env->hub_host ? env->hub_host : NULL;
+	if (!env->hub_host || !*env->hub_host)
+		return NULL;
+	return !env->hub_serving || env->hub_serving(env->hub_serving_ctx) ? env->hub_host : NULL;
 }
 
 long filter_hub_port(const struct filter_env *env)
@@ -220,6 +237,26 @@ json_t *fj_annotation(const json_t *obj, const char *key)
 json_t *fj_label(const json_t *obj, const char *key)
 {
 	return fj_string(fj_object(fj_object(obj, "metadata"), "labels"), key);
+}
+
+bool fj_bad(const json_t *parent, const char *key, json_type type)
+{
+	json_t *v = member(parent, key);
+
+	return v && !json_is_null(v) && json_typeof(v) != type;
+}
+
+bool fj_bad_items(const json_t *array, json_type type)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(array, i, v)
+	{
+		if (json_typeof(v) != type)
+			return true;
+	}
+	return false;
 }
 
 const char *fj_cstr(const json_t *v)

@@ -100,8 +100,14 @@ struct filter_env {
 	/* Where pods reach the hub.  With no host, masterservice,
 	 * forwardkubesvctraffic and serviceenvupdater change nothing; a port
 	 * that is not a number in 1..65535 is written into no Service or slice. */
-	const char *hub_host;	       /* the dummy IP, or --bind-proxy-address */
-	const char *hub_port;	       /* --proxy-secure-port, as text */
+	const char *hub_host; /* the dummy IP, or --bind-proxy-address */
+	const char *hub_port; /* --proxy-secure-port, as text */
+	/* Does hub_port accept pods' connections now (NULL: yes)?  While it
+	 * does not (no serving certificate yet), the three filters that point
+	 * pods at the hub leave objects as the cloud sent them: an address
+	 * that refuses them is worse than the cloud's. */
+	bool (*hub_serving)(void *ctx);
+	void *hub_serving_ctx;
 	bool hub_ipv6;		       /* hub_host is an IPv6 address */
 	bool pool_topology;	       /* pool topology on (NodePool or NodeBuckets) */
 	const char *const *pool_nodes; /* the nodes of the pool, strcmp order; NULL unknown */
@@ -133,9 +139,11 @@ struct filter_target {
 
 enum filter_result {
 	FILTER_UNCHANGED,
-	FILTER_CHANGED, /* obj was changed: encode it again (not said when a
-			 * filter found its values there already) */
-	FILTER_DROP,	/* the object is not for this node */
+	FILTER_CHANGED,	   /* obj was changed: encode it again (not said when a
+			    * filter found its values there already) */
+	FILTER_DROP,	   /* the object is not for this node */
+	FILTER_UNPARSABLE, /* a field the filter reads is not of its type: the
+			    * object goes on as it came (filter_unparsable_note) */
 };
 
 /* Might a filter of mask change or drop this object?  Decided from what the
@@ -159,5 +167,29 @@ bool filter_wants(filter_mask mask, const struct filter_env *env, const struct f
  * a change leaves obj valid JSON, partly changed. */
 enum filter_result filter_apply(filter_mask mask, const struct filter_env *env,
 				const struct filter_target *t, json_t *obj);
+/* The same; *by (when not NULL) is the filter that said FILTER_UNPARSABLE
+ * or FILTER_DROP.  After FILTER_UNPARSABLE obj may be partly changed: the
+ * caller passes on the object's original bytes. */
+enum filter_result filter_apply_by(filter_mask mask, const struct filter_env *env,
+				   const struct filter_target *t, json_t *obj, enum filter_id *by);
+/* The first filter of mask that filter_wants() would run on meta (the
+ * one an object no filter can read is counted against), FILTER_COUNT for
+ * none. */
+enum filter_id filter_first_wanting(filter_mask mask, const struct filter_env *env,
+				    const struct filter_target *t,
+				    const struct stream_object *meta);
+
+/* ---- objects no filter can read (unparsable.c) ---- */
+
+/* An object filter `by` could not read (why: a NUL in its name, JSON
+ * jansson refuses, a field of an unexpected type) went to the client as it
+ * came: counted, and logged once per object - by a hash of its bytes, in a
+ * bounded memory of the last few thousand, so that kubelet relisting the
+ * same odd pod every few seconds logs it once, not once per list.
+ * Thread-safe; process-wide. */
+void filter_unparsable_note(enum filter_id by, const char *resource, const char *ns,
+			    const char *name, const char *data, size_t len, const char *why);
+/* Objects passed unfiltered by filter id since the start. */
+unsigned long long filter_unparsable_total(enum filter_id id);
 
 #endif

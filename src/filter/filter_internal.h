@@ -81,6 +81,13 @@ bool fj_named(const json_t *obj, const char *ns, const char *name);
  * absent or not a string. */
 json_t *fj_annotation(const json_t *obj, const char *key);
 json_t *fj_label(const json_t *obj, const char *key);
+/* Is parent[key] there (and not null) but not of type (JSON_OBJECT,
+ * JSON_ARRAY, JSON_STRING)?  A filter that finds a field it reads so
+ * answers FILTER_UNPARSABLE rather than guess.  false when parent is not an
+ * object (its own check said so). */
+bool fj_bad(const json_t *parent, const char *key, json_type type);
+/* Is some element of array (when it is one) not of type? */
+bool fj_bad_items(const json_t *array, json_type type);
 /* The C string of a JSON string that holds no NUL, else NULL. */
 const char *fj_cstr(const json_t *v);
 /* parent[key] = value (a string / an integer) unless it is that already:
@@ -90,7 +97,8 @@ int fj_set_integer(json_t *parent, const char *key, json_int_t value);
 
 /* ---- env helpers (filter.c) ---- */
 
-/* The hub's host, NULL when not set: the filters that write it do nothing. */
+/* The hub's host, NULL when not set or while its port does not serve
+ * (env->hub_serving): the filters that write it do nothing. */
 const char *filter_hub_host(const struct filter_env *env);
 /* The hub's port as a number, -1 when unset or not in 1..65535. */
 long filter_hub_port(const struct filter_env *env);

@@ -66,6 +66,10 @@ enum filter_result filter_forwardkubesvctraffic(const struct filter_env *env, en
 	(void)res;
 	if (!host || !fj_named(slice, "default", "kubernetes"))
 		return FILTER_UNCHANGED;
+	if (fj_bad(slice, "addressType", JSON_STRING) || fj_bad(slice, "endpoints", JSON_ARRAY) ||
+	    fj_bad(slice, "ports", JSON_ARRAY) ||
+	    fj_bad_items(fj_array(slice, "ports"), JSON_OBJECT))
+		return FILTER_UNPARSABLE;
 	/* A slice of the other family cannot hold the hub's address. */
 	if (!fj_is(fj_string(slice, "addressType"), env->hub_ipv6 ? "IPv6" : "IPv4"))
 		return FILTER_UNCHANGED;

@@ -38,6 +38,28 @@ static int update_env(json_t *env_list, const char *host, const char *port)
 	return changed;
 }
 
+/* Are spec.containers[].env[] of the types Kubernetes gives them? */
+static bool pod_readable(const json_t *pod)
+{
+	json_t *spec = fj_object(pod, "spec"), *c, *var;
+	size_t i, j;
+
+	if (fj_bad(pod, "spec", JSON_OBJECT) || fj_bad(spec, "containers", JSON_ARRAY) ||
+	    fj_bad_items(fj_array(spec, "containers"), JSON_OBJECT))
+		return false;
+	json_array_foreach(fj_array(spec, "containers"), i, c)
+	{
+		if (fj_bad(c, "env", JSON_ARRAY) || fj_bad_items(fj_array(c, "env"), JSON_OBJECT))
+			return false;
+		json_array_foreach(fj_array(c, "env"), j, var)
+		{
+			if (fj_bad(var, "name", JSON_STRING) || fj_bad(var, "value", JSON_STRING))
+				return false;
+		}
+	}
+	return true;
+}
+
 enum filter_result filter_serviceenvupdater(const struct filter_env *env, enum filter_res res,
 					    json_t *pod)
 {
@@ -50,6 +72,8 @@ enum filter_result filter_serviceenvupdater(const struct filter_env *env, enum f
 	(void)res;
 	if (!host)
 		return FILTER_UNCHANGED;
+	if (!pod_readable(pod))
+		return FILTER_UNPARSABLE;
 	json_array_foreach(containers, i, c)
 	{
 		changed |= update_env(fj_array(c, "env"), host, port);

@@ -64,23 +64,34 @@ static int dump_to_buf(const char *data, size_t len, void *b)
 }
 
 /* Runs the filters on o.  FILTER_CHANGED leaves the new bytes in
- * rw->encoded.  An object jansson cannot take (yajl did: a number beyond
- * 64 bits, say) passes as it came, as no filter can read it. */
+ * rw->encoded.  An object no filter can read passes as it came
+ * (FILTER_UNCHANGED), counted and logged (filter_unparsable_note): its name
+ * holds a NUL (the decoder could not name it), jansson refuses it (a
+ * number beyond 64 bits, a lone surrogate, nesting past jansson's depth,
+ * none of which yajl minds), or a field a filter reads is not of its type.
+ * One odd object must not cost the client the whole answer. */
 static enum filter_result filter_object(struct rewrite *rw, const struct stream_object *o)
 {
 	const struct filter_env *env = rw->env.hold(rw->env.ctx);
 	enum filter_result res = FILTER_UNCHANGED;
-	if (filter_wants(rw->mask, env, &rw->target, o)) {
-		json_error_t jerr;
-		json_t *obj = json_loadb(o->data, o->len, 0, &jerr);
+	enum filter_id by = filter_first_wanting(rw->mask, env, &rw->target, o);
+	const char *odd = NULL;
+	json_error_t jerr;
+	if (by != FILTER_COUNT && o->odd) {
+		odd = o->odd;
+	} else if (by != FILTER_COUNT) {
+		json_t *obj = json_loadb(o->data, o->len, JSON_ALLOW_NUL, &jerr);
 		if (!obj) {
-			log_v(1, "filter: %s %s/%s passed unfiltered: %s", rw->resource,
-			      o->namespace, o->name, jerr.text);
+			odd = jerr.text;
 		} else {
-			res = filter_apply(rw->mask, env, &rw->target, obj);
+			res = filter_apply_by(rw->mask, env, &rw->target, obj, &by);
 			buf_reset(&rw->encoded);
-			if (res == FILTER_CHANGED &&
-			    json_dump_callback(obj, dump_to_buf, &rw->encoded, JSON_COMPACT) < 0) {
+			if (res == FILTER_UNPARSABLE) {
+				odd = "a field it reads is not of the type Kubernetes gives it";
+				res = FILTER_UNCHANGED;
+			} else if (res == FILTER_CHANGED &&
+				   json_dump_callback(obj, dump_to_buf, &rw->encoded,
+						      JSON_COMPACT) < 0) {
 				/* out of memory: what a filter was for must not leak */
 				res = FILTER_DROP;
 			}
@@ -88,6 +99,9 @@ static enum filter_result filter_object(struct rewrite *rw, const struct stream_
 		}
 	}
 	rw->env.release(rw->env.ctx);
+	if (odd)
+		filter_unparsable_note(by, rw->resource, o->namespace, o->name, o->data, o->len,
+				       odd);
 	if (res == FILTER_CHANGED)
 		rw->changed++;
 	else if (res == FILTER_DROP)
@@ -160,21 +174,46 @@ static const char *meta_string(json_t *obj, const char *key)
 	return s ? s : "";
 }
 
+/* Is data one JSON object, by the stream decoders' grammar and bounds
+ * (jansson refuses some of what they accept)? */
+static bool is_json_object(const char *data, size_t len)
+{
+	struct list_decoder *d = list_decoder_new(NULL, NULL);
+	if (d)
+		list_decoder_tolerate_odd(d);
+	bool ok = d && list_decoder_feed(d, data, len) == 0 && list_decoder_finish(d, NULL) == 0;
+	list_decoder_free(d);
+	return ok; /* the list decoder takes any one object: a list is one */
+}
+
 static int finish_object(struct rewrite *rw)
 {
 	json_error_t jerr;
-	json_t *obj = json_loadb(rw->object.data, rw->object.len, 0, &jerr);
-	if (!obj || !json_is_object(obj)) {
+	struct stream_object o = {.data = rw->object.data, .len = rw->object.len};
+	json_t *obj = json_loadb(rw->object.data, rw->object.len, JSON_ALLOW_NUL, &jerr);
+	if (obj && !json_is_object(obj)) {
 		json_decref(obj);
 		return fail(rw, "the body is not a JSON object");
 	}
-	struct stream_object o = {.data = rw->object.data, .len = rw->object.len};
-	o.name = meta_string(obj, "name");
-	o.namespace = meta_string(obj, "namespace");
-	o.resource_version = meta_string(obj, "resourceVersion");
-	o.kind = json_string_value(json_object_get(obj, "kind"));
-	if (!o.kind)
-		o.kind = "";
+	if (!obj) {
+		if (!is_json_object(rw->object.data, rw->object.len))
+			return fail(rw, "the body is not a JSON object");
+		o.name = o.namespace = o.resource_version = o.kind = "";
+	} else {
+		o.name = meta_string(obj, "name");
+		o.namespace = meta_string(obj, "namespace");
+		o.resource_version = meta_string(obj, "resourceVersion");
+		o.kind = json_string_value(json_object_get(obj, "kind"));
+		if (!o.kind)
+			o.kind = "";
+		if (strlen(o.name) != json_string_length(json_object_get(
+					  json_object_get(obj, "metadata"), "name")) ||
+		    strlen(o.namespace) != json_string_length(json_object_get(
+					       json_object_get(obj, "metadata"), "namespace"))) {
+			o.odd = "a NUL byte in its name or namespace";
+			o.name = o.namespace = "";
+		}
+	}
 	enum filter_result res = filter_object(rw, &o);
 	json_decref(obj);
 	if (res == FILTER_DROP) {
@@ -231,10 +270,14 @@ struct rewrite *rewrite_new(enum rewrite_shape shape, bool gzipped, filter_mask 
 	bool ok = rw->group && rw->version && rw->resource;
 	if (ok && shape == REWRITE_LIST) {
 		ok = (rw->list = list_decoder_new(on_item, rw)) != NULL;
-		if (ok)
+		if (ok) {
 			list_decoder_on_envelope(rw->list, on_envelope);
+			list_decoder_tolerate_odd(rw->list);
+		}
 	} else if (ok && shape == REWRITE_WATCH) {
 		ok = (rw->watch = watch_decoder_new(on_event, rw)) != NULL;
+		if (ok)
+			watch_decoder_tolerate_odd(rw->watch);
 	}
 	if (ok && gzipped)
 		ok = (rw->gz = gunzip_new(REWRITE_INFLATE_MAX, decode, rw)) != NULL;

@@ -17,6 +17,26 @@ static json_t *service_type(const json_t *svc)
 	return fj_string(fj_object(svc, "spec"), "type");
 }
 
+/* Are the fields the Service filters read of their types (metadata and
+ * spec objects, annotations an object of strings (or null, which Go
+ * reads as ""), spec.type a string)? */
+static bool service_readable(const json_t *svc)
+{
+	json_t *meta = fj_object(svc, "metadata"), *spec = fj_object(svc, "spec"), *v;
+	json_t *annotations = fj_object(meta, "annotations");
+	const char *k;
+
+	if (fj_bad(svc, "metadata", JSON_OBJECT) || fj_bad(svc, "spec", JSON_OBJECT) ||
+	    fj_bad(meta, "annotations", JSON_OBJECT) || fj_bad(spec, "type", JSON_STRING))
+		return false;
+	json_object_foreach(annotations, k, v)
+	{
+		if (!json_is_string(v) && !json_is_null(v)) /* null: Go reads "" */
+			return false;
+	}
+	return true;
+}
+
 /* ---- discardcloudservice ---- */
 
 /* A cloud load balancer the node cannot reach, and the tunnel server's
@@ -26,6 +46,8 @@ enum filter_result filter_discardcloudservice(const struct filter_env *env, enum
 {
 	(void)env;
 	(void)res;
+	if (!service_readable(svc))
+		return FILTER_UNPARSABLE;
 	if (fj_is(service_type(svc), "LoadBalancer") &&
 	    fj_is(fj_annotation(svc, DISCARD_ANNOTATION), "true"))
 		return FILTER_DROP;
@@ -109,6 +131,8 @@ enum filter_result filter_nodeportisolation(const struct filter_env *env, enum f
 	json_t *listen = annotations ? json_object_get(annotations, LISTEN_ANNOTATION) : NULL;
 
 	(void)res;
+	if (!service_readable(svc))
+		return FILTER_UNPARSABLE;
 	if (!fj_is(type, "NodePort") && !fj_is(type, "LoadBalancer"))
 		return FILTER_UNCHANGED;
 	/* Not in a pool: the service stays as Kubernetes made it. */
@@ -177,8 +201,13 @@ enum filter_result filter_masterservice(const struct filter_env *env, enum filte
 	bool changed;
 
 	(void)res;
-	if (!host || !spec || !fj_named(svc, "default", "kubernetes"))
+	if (!host || !fj_named(svc, "default", "kubernetes"))
 		return FILTER_UNCHANGED;
+	/* checked whole before anything is changed */
+	if (!spec || fj_bad(spec, "clusterIP", JSON_STRING) ||
+	    fj_bad(spec, "clusterIPs", JSON_ARRAY) || fj_bad(spec, "ports", JSON_ARRAY) ||
+	    fj_bad_items(fj_array(spec, "ports"), JSON_OBJECT))
+		return FILTER_UNPARSABLE;
 	changed = fj_set_string(spec, "clusterIP", host) > 0;
 	changed = (set_cluster_ips(spec, host) > 0) || changed;
 	changed = (set_https_port(spec, filter_hub_port(env)) > 0) || changed;

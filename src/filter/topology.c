@@ -148,6 +148,51 @@ static enum filter_result prune_endpoints(json_t *eps, const struct filter_env *
 	return changed ? FILTER_CHANGED : FILTER_UNCHANGED;
 }
 
+/* Are the fields servicetopology reads of their types?  An endpoint, an
+ * Endpoints subset or address that is not an object, a node name that is
+ * not a string, would otherwise be taken for "not on this node". */
+static bool endpoints_readable(const json_t *items, const char *obj_key, const char *node_key)
+{
+	json_t *item;
+	size_t i;
+
+	if (fj_bad_items(items, JSON_OBJECT))
+		return false;
+	json_array_foreach(items, i, item)
+	{
+		json_t *holder = obj_key ? fj_object(item, obj_key) : (json_t *)item;
+
+		if ((obj_key && fj_bad(item, obj_key, JSON_OBJECT)) ||
+		    fj_bad(holder, node_key, JSON_STRING))
+			return false;
+	}
+	return true;
+}
+
+static bool topology_readable(const json_t *obj, enum filter_res res)
+{
+	json_t *subsets = fj_array(obj, "subsets"), *subset;
+	size_t i;
+
+	if (res == RES_SLICES_V1)
+		return !fj_bad(obj, "endpoints", JSON_ARRAY) &&
+		       endpoints_readable(fj_array(obj, "endpoints"), NULL, "nodeName");
+	if (res == RES_SLICES_V1BETA1)
+		return !fj_bad(obj, "endpoints", JSON_ARRAY) &&
+		       endpoints_readable(fj_array(obj, "endpoints"), "topology", HOSTNAME_KEY);
+	if (fj_bad(obj, "subsets", JSON_ARRAY) || fj_bad_items(subsets, JSON_OBJECT))
+		return false;
+	json_array_foreach(subsets, i, subset)
+	{
+		if (fj_bad(subset, "addresses", JSON_ARRAY) ||
+		    fj_bad(subset, "notReadyAddresses", JSON_ARRAY) ||
+		    !endpoints_readable(fj_array(subset, "addresses"), NULL, "nodeName") ||
+		    !endpoints_readable(fj_array(subset, "notReadyAddresses"), NULL, "nodeName"))
+			return false;
+	}
+	return true;
+}
+
 /* ---- the filter ---- */
 
 enum filter_result filter_servicetopology(const struct filter_env *env, enum filter_res res,
@@ -165,6 +210,8 @@ enum filter_result filter_servicetopology(const struct filter_env *env, enum fil
 	topo = topology_of(env, env->topology_keys(env, ns ? fj_cstr(ns) : "", fj_cstr(svc)));
 	if (topo == TOPO_NONE)
 		return FILTER_UNCHANGED;
+	if (!topology_readable(obj, res))
+		return FILTER_UNPARSABLE;
 	if (res == RES_ENDPOINTS)
 		return prune_endpoints(obj, env, topo);
 	r = prune(obj, "endpoints", env, topo,

@@ -79,6 +79,7 @@ struct pick {
 	struct buf name, namespace, rv, kind;
 	bool in_meta, in_annotations, initial_end;
 	long code;
+	const char *odd; /* see struct stream_object */
 };
 
 /* State common to both decoders; the first member of each. */
@@ -96,6 +97,7 @@ struct core {
 	struct span span;
 	struct pick pick;
 	bool failed;
+	bool tolerate_odd; /* see list_decoder_tolerate_odd() */
 	struct buf err;
 };
 
@@ -251,6 +253,7 @@ static void pick_reset(struct pick *p)
 	buf_reset(&p->kind);
 	p->in_meta = p->in_annotations = p->initial_end = false;
 	p->code = 0;
+	p->odd = NULL;
 }
 
 static void pick_free(struct pick *p)
@@ -344,9 +347,12 @@ static int pick_value(struct core *c, enum slot slot, enum vtype t, const char *
 	else if (t == V_STRING && slot == SLOT_INITIAL_END)
 		p->initial_end = len == 4 && memcmp(s, "true", 4) == 0;
 	else if (t == V_STRING && (slot == SLOT_NAME || slot == SLOT_NAMESPACE) &&
-		 memchr(s, '\0', len))
-		return fail_detail(c, "a NUL byte in an object's name or namespace", s, len);
-	else if (t == V_STRING && (field = pick_string_field(p, slot)))
+		 memchr(s, '\0', len)) {
+		if (!c->tolerate_odd)
+			return fail_detail(c, "a NUL byte in an object's name or namespace", s,
+					   len);
+		p->odd = "a NUL byte in its name or namespace";
+	} else if (t == V_STRING && (field = pick_string_field(p, slot)))
 		return keep(c, field, s, len);
 	return 1;
 }
@@ -377,6 +383,9 @@ static void pick_fill(struct core *c, struct stream_object *o)
 	o->resource_version = buf_cstr(&p->rv);
 	kube_rv_parse(p->rv.data, p->rv.len, &o->rv);
 	o->kind = buf_cstr(&p->kind);
+	o->odd = p->odd;
+	if (p->odd) /* whatever of them was kept is not its name */
+		o->name = o->namespace = "";
 }
 
 static int begin_object(struct core *c)
@@ -781,6 +790,11 @@ void list_decoder_on_envelope(struct list_decoder *d, list_envelope_fn fn)
 	d->on_envelope = fn;
 }
 
+void list_decoder_tolerate_odd(struct list_decoder *d)
+{
+	d->c.tolerate_odd = true;
+}
+
 int list_decoder_feed(struct list_decoder *d, const char *data, size_t len)
 {
 	return core_feed(&d->c, data, len);
@@ -835,6 +849,11 @@ struct watch_decoder *watch_decoder_new(watch_event_fn on_event, void *ctx)
 	w->ctx = ctx;
 	w->type = -1;
 	return w;
+}
+
+void watch_decoder_tolerate_odd(struct watch_decoder *w)
+{
+	w->c.tolerate_odd = true;
 }
 
 int watch_decoder_feed(struct watch_decoder *w, const char *data, size_t len)

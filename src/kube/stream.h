@@ -31,7 +31,11 @@
 
 /* What the decoders pick from an object. Strings are NUL-terminated, "" when
  * absent, and valid only during the callback.  A name or namespace holding
- * "\u0000" is an error (-1): cut at the NUL it would name another object. */
+ * "\u0000" is an error (-1): cut at the NUL it would name another object.
+ * A decoder told to tolerate odd objects (*_decoder_tolerate_odd) hands
+ * such an object out instead, with name and namespace "" and `odd` saying
+ * why: a reader that only passes the bytes on (the response filters) need
+ * not cut the whole answer for one object it cannot name. */
 struct stream_object {
 	const char *data; /* the object's bytes, exactly as received */
 	size_t len;
@@ -39,6 +43,7 @@ struct stream_object {
 	const char *resource_version; /* metadata.resourceVersion */
 	uint64_t rv;		      /* parsed, 0 when absent/unparsable */
 	const char *kind;
+	const char *odd; /* NULL, or why the object's name cannot be read */
 };
 
 /* ---- lists ---- */
@@ -68,6 +73,9 @@ struct list_decoder;
 struct list_decoder *list_decoder_new(list_item_fn on_item, void *ctx);
 /* Ask for the envelope too (before the first feed). */
 void list_decoder_on_envelope(struct list_decoder *d, list_envelope_fn fn);
+/* Hand out an object with "\u0000" in its name or namespace (see struct
+ * stream_object) rather than fail (before the first feed). */
+void list_decoder_tolerate_odd(struct list_decoder *d);
 /* 0, or -1 on malformed JSON / a stop from the callback / ENOMEM.  Once -1,
  * later calls return -1. */
 int list_decoder_feed(struct list_decoder *d, const char *data, size_t len);
@@ -96,6 +104,8 @@ typedef int (*watch_event_fn)(void *ctx, const struct watch_event *ev);
 struct watch_decoder;
 
 struct watch_decoder *watch_decoder_new(watch_event_fn on_event, void *ctx);
+/* As list_decoder_tolerate_odd(), for an event's object. */
+void watch_decoder_tolerate_odd(struct watch_decoder *w);
 /* Events may be separated by newlines or nothing; an event whose type is
  * unknown or whose object is missing is an error (-1). */
 int watch_decoder_feed(struct watch_decoder *d, const char *data, size_t len);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "filter/filter.h"
 #include "version.h"
 
 static const double bucket_bounds[METRICS_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -431,6 +432,23 @@ static int render_process(struct buf *o, struct metrics *m)
 	return rc;
 }
 
+/* Objects a filter could not read and passed on as they came
+ * (filter_unparsable_note): process-wide counts kept by the filter layer,
+ * every filter listed so that a rate() has its series from the start. */
+static int render_filter_unparsable(struct buf *o)
+{
+	int rc = buf_append_str(o, "# HELP yurthub_filter_unparsable_total Objects a response "
+				   "filter could not read, passed to the client as the cloud "
+				   "sent them.\n# TYPE yurthub_filter_unparsable_total counter\n");
+	for (int id = 0; rc == 0 && id < FILTER_COUNT; id++)
+		rc = buf_printf(o, "yurthub_filter_unparsable_total{filter=\"%s\"} %llu\n",
+				filter_name((enum filter_id)id),
+				filter_unparsable_total((enum filter_id)id)) < 0
+			 ? -1
+			 : 0;
+	return rc;
+}
+
 int metrics_render(struct metrics *m, struct buf *o)
 {
 	struct metrics_private *p = m->priv;
@@ -478,6 +496,7 @@ int metrics_render(struct metrics *m, struct buf *o)
 		: render_simple(o, "yurthub_filter_objects_dropped_total", "counter",
 				"Objects the response filters left out (or turned into DELETED).",
 				(long long)atomic_load(&m->filter_dropped));
+	rc = rc ? rc : render_filter_unparsable(o);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_offline_events_queued_total", "counter",
 				"Events created while offline, kept to be sent to the cloud.",

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #include "http/limits.h"
@@ -51,6 +52,7 @@ struct server {
 	struct daemon_ctx daemons[MAX_DAEMONS];
 	size_t n; /* started, or being started */
 	bool stopping, secure_started, peer_started;
+	bool secure_serving;	     /* secure_started and listening */
 	struct client_ca *client_ca; /* NULL: no secure port */
 	char *peer_addr;	     /* the multiplexer port, once asked for */
 	int peer_port;
@@ -444,6 +446,7 @@ int server_enable_secure(struct server *s)
 			s->secure_started = true;
 			rc = start_proxy_port(s, PORT_PROXY_TLS, s->cfg, s->cfg->proxy_secure_port,
 					      s->dummy_addr);
+			atomic_store(&s->secure_serving, rc == 0);
 			if (rc == 0)
 				log_msg('I', 0, "secure port %d serving",
 					s->cfg->proxy_secure_port);
@@ -453,6 +456,11 @@ int server_enable_secure(struct server *s)
 	try_peer_locked(s);
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+bool server_secure_serving(struct server *s)
+{
+	return s && atomic_load(&s->secure_serving);
 }
 
 int server_start(const struct config *cfg, const struct server_routes *routes,

@@ -29,6 +29,8 @@
 #ifndef YURTHUB_SERVER_SERVER_H
 #define YURTHUB_SERVER_SERVER_H
 
+#include <stdbool.h>
+
 #include "config.h"
 #include "http/limits.h"
 #include "http/request.h"
@@ -67,6 +69,9 @@ int server_start(const struct config *cfg, const struct server_routes *routes,
  * (server/client_ca.h; each connection also looks as it starts).  0, or -1 when it failed to
  * listen (logged). */
 int server_enable_secure(struct server *s);
+/* Does the secure port accept connections (started, listening)?  It never
+ * stops once it does.  false for a NULL s.  Any thread. */
+bool server_secure_serving(struct server *s);
 /* Start the multiplexer port on addr:port, once (later calls change
  * nothing): TLS with the serving certificate, for clients whose certificate
  * of the cluster CA names a node (routes->peer answers them).  Without a

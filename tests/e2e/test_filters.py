@@ -7,7 +7,7 @@ hub runs as node1 and finds its pool from the node's label.  Online, then
 offline (the cloud cut), then after a restart offline:
 
 - kubelet's services: default/kubernetes points at the hub (169.254.2.1,
-  port 10268); its kube-proxy ConfigMap has the kubeconfig line commented;
+  the secure port, which serves); its kube-proxy ConfigMap has the kubeconfig line commented;
   its pods' explicit KUBERNETES_SERVICE_HOST/PORT point at the hub;
 - kube-proxy's services: LoadBalancers marked svc.openyurt.io/discard, the
   tunnel's internal service and NodePorts not listening in pool-a are left
@@ -32,7 +32,8 @@ import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clients import Informer, missing, py_api  # noqa: E402
-from harness import Double, Hub, Suite, get, wait_for  # noqa: E402
+from harness import Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
+from serving_cert import secure_flags  # noqa: E402
 from watch_stream import open_watch, read_events  # noqa: E402
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
@@ -41,8 +42,12 @@ COREDNS = "coredns/1.11.3 (linux/amd64) kubernetes/abcdef"
 OTHER = "mycomp/1.0"
 # what kube-proxy really sends: protobuf first, anything else after
 KUBE_PROXY_ACCEPT = "application/vnd.kubernetes.protobuf, */*"
-HUB_HOST, HUB_PORT = "169.254.2.1", 10268
-SECURE = "--proxy-secure-port=%d" % HUB_PORT
+HUB_HOST, HUB_PORT = "169.254.2.1", free_port()
+
+
+def secure(workdir):
+    """The secure port serving: the filters point pods only at a port that does."""
+    return secure_flags(workdir, HUB_PORT)
 
 
 def meta(name, ns=None, labels=None, annotations=None):
@@ -391,8 +396,9 @@ def test_offline(t, double, hub):
 
 
 def test_disabled(t, double):
-    hub = Hub(t.workdir, [double.url], extra=[SECURE, "--disabled-resource-filters="
-                                              "servicetopology, masterservice"], name="hub-dis")
+    hub = Hub(t.workdir, [double.url],
+              extra=secure(t.workdir) + ["--disabled-resource-filters="
+                                         "servicetopology, masterservice"], name="hub-dis")
     t.cleanups.append(hub.stop)
     svcs = items(hub, "/api/v1/services", KUBELET)
     t.check("disabled: masterservice off: kubelet's kubernetes service is the cloud's",
@@ -403,14 +409,14 @@ def test_disabled(t, double):
     svcs = items(hub, "/api/v1/services", KUBE_PROXY)
     t.check("disabled: the others still run", ("default", "lb-discard") not in svcs)
     hub.stop()
-    hub = Hub(t.workdir, [double.url], extra=[SECURE, "--disabled-resource-filters=*"],
-              name="hub-star")
+    hub = Hub(t.workdir, [double.url],
+              extra=secure(t.workdir) + ["--disabled-resource-filters=*"], name="hub-star")
     t.cleanups.append(hub.stop)
     svcs = items(hub, "/api/v1/services", KUBE_PROXY)
     t.check("disabled *: nothing filtered", ("default", "lb-discard") in svcs)
     hub.stop()
-    hub = Hub(t.workdir, [double.url], extra=[SECURE, "--enable-resource-filter=false"],
-              name="hub-off")
+    hub = Hub(t.workdir, [double.url],
+              extra=secure(t.workdir) + ["--enable-resource-filter=false"], name="hub-off")
     t.cleanups.append(hub.stop)
     svcs = items(hub, "/api/v1/services", KUBELET)
     t.check("--enable-resource-filter=false: nothing filtered",
@@ -419,7 +425,8 @@ def test_disabled(t, double):
 
 
 def test_cloud_mode(t, double):
-    hub = Hub(t.workdir, [double.url], extra=[SECURE, "--working-mode=cloud"], name="hub-cloud")
+    hub = Hub(t.workdir, [double.url], extra=secure(t.workdir) + ["--working-mode=cloud"],
+              name="hub-cloud")
     t.cleanups.append(hub.stop)
     svcs = items(hub, "/api/v1/services", KUBELET)
     t.check("cloud: masterservice runs",
@@ -446,7 +453,7 @@ def main():
     double = Double(t.workdir, ["--node", "node1", "--node", "node2", "--pool", "pool-a"])
     t.cleanups.append(double.stop)
     seed(double)
-    hub = Hub(t.workdir, [double.url], extra=[SECURE])
+    hub = Hub(t.workdir, [double.url], extra=secure(t.workdir))
     t.cleanups.append(hub.stop)
     t.run(test_online, double, hub)
     t.run(test_gzip, double, hub)

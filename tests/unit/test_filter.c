@@ -33,9 +33,10 @@
 #define INCLUSTER FILTER_BIT(FILTER_INCLUSTERCONFIG)
 #define ENVUPD	  FILTER_BIT(FILTER_SERVICEENVUPDATER)
 
-#define UNCHANGED FILTER_UNCHANGED
-#define CHANGED	  FILTER_CHANGED
-#define DROP	  FILTER_DROP
+#define UNCHANGED  FILTER_UNCHANGED
+#define CHANGED	   FILTER_CHANGED
+#define DROP	   FILTER_DROP
+#define UNPARSABLE FILTER_UNPARSABLE
 
 static const struct filter_target SERVICES = {"", "v1", "services"};
 static const struct filter_target ENDPOINTS = {"", "v1", "endpoints"};
@@ -1374,6 +1375,151 @@ static void test_count(void **state)
 	assert_true(ncases > 100);
 }
 
+/* ==== objects a filter cannot read ==== */
+
+/* A field a filter reads, of a type Kubernetes never gives it: the filter
+ * says so before it changes anything, and the caller passes the object on
+ * as it came. */
+static void test_unreadable_fields(void **state)
+{
+	static const struct {
+		filter_mask mask;
+		const struct filter_target *t;
+		const char *obj;
+	} cases[] = {
+	    {MASTER, &SERVICES,
+	     "{'metadata':{'namespace':'default','name':'kubernetes'},'spec':"
+	     "{'clusterIP':'10.96.0.1','ports':{'name':'https','port':443}}}"},
+	    {MASTER, &SERVICES,
+	     "{'metadata':{'namespace':'default','name':'kubernetes'},'spec':"
+	     "{'clusterIP':'10.96.0.1','ports':['https']}}"},
+	    {MASTER, &SERVICES,
+	     "{'metadata':{'namespace':'default','name':'kubernetes'},'spec':{'clusterIP':7}}"},
+	    {MASTER, &SERVICES,
+	     "{'metadata':{'namespace':'default','name':'kubernetes'},'spec':'ClusterIP'}"},
+	    {DISCARD, &SERVICES,
+	     "{'metadata':{'namespace':'default','name':'lb','annotations':"
+	     "{'svc.openyurt.io/discard':true}},'spec':{'type':'LoadBalancer'}}"},
+	    {NODEPORT, &SERVICES,
+	     "{'metadata':{'namespace':'default','name':'np','annotations':"
+	     "{'nodeport.openyurt.io/listen':['hangzhou']}},'spec':{'type':'NodePort'}}"},
+	    {NODEPORT, &SERVICES,
+	     "{'metadata':{'namespace':'default','name':'np','annotations':"
+	     "{'nodeport.openyurt.io/listen':'x'}},'spec':{'type':{'NodePort':1}}}"},
+	    {TOPO, &SLICES,
+	     "{'metadata':{'namespace':'default','name':'s','labels':"
+	     "{'kubernetes.io/service-name':'svc-node'}},'endpoints':"
+	     "[{'addresses':['10.0.0.1'],'nodeName':7}]}"},
+	    {TOPO, &SLICES,
+	     "{'metadata':{'namespace':'default','name':'s','labels':"
+	     "{'kubernetes.io/service-name':'svc-node'}},'endpoints':['10.0.0.1']}"},
+	    {TOPO, &SLICES_B1,
+	     "{'metadata':{'namespace':'default','name':'s','labels':"
+	     "{'kubernetes.io/service-name':'svc-node'}},'endpoints':"
+	     "[{'addresses':['10.0.0.1'],'topology':'edge-1'}]}"},
+	    {TOPO, &ENDPOINTS,
+	     "{'metadata':{'namespace':'default','name':'svc-node'},'subsets':"
+	     "[{'addresses':[{'ip':'10.0.0.1','nodeName':['edge-1']}]}]}"},
+	    {TOPO, &ENDPOINTS,
+	     "{'metadata':{'namespace':'default','name':'svc-node'},'subsets':{'addresses':[]}}"},
+	    {FORWARD, &SLICES,
+	     "{'metadata':{'namespace':'default','name':'kubernetes'},'addressType':'IPv4',"
+	     "'endpoints':{'addresses':['10.0.0.1']}}"},
+	    {FORWARD, &SLICES,
+	     "{'metadata':{'namespace':'default','name':'kubernetes'},'addressType':4,"
+	     "'endpoints':[]}"},
+	    {INCLUSTER, &CONFIGMAPS,
+	     "{'metadata':{'namespace':'kube-system','name':'kube-proxy'},'data':"
+	     "{'config.conf':['kubeconfig: /x']}}"},
+	    {INCLUSTER, &CONFIGMAPS,
+	     "{'metadata':{'namespace':'kube-system','name':'kube-proxy'},'data':'kubeconfig: "
+	     "/x'}"},
+	    {ENVUPD, &PODS,
+	     "{'metadata':{'namespace':'default','name':'p'},'spec':{'containers':[{'env':"
+	     "[{'name':'KUBERNETES_SERVICE_HOST','value':6443}]}]}}"},
+	    /* the first container would change: nothing does, the second is odd */
+	    {ENVUPD, &PODS,
+	     "{'metadata':{'namespace':'default','name':'p'},'spec':{'containers':[{'env':"
+	     "[{'name':'KUBERNETES_SERVICE_HOST','value':'a'}]},{'env':'KUBERNETES_SERVICE_"
+	     "HOST'}]}}"},
+	    {ENVUPD, &PODS,
+	     "{'metadata':{'namespace':'default','name':'p'},'spec':{'containers':"
+	     "'KUBERNETES_SERVICE_HOST'}}"},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < N_ELEMS(cases); i++) {
+		json_t *obj = parse(cases[i].obj), *orig = json_deep_copy(obj);
+		enum filter_id by = FILTER_COUNT;
+		struct filter_env env = node_env();
+
+		print_message("%s\n", cases[i].obj);
+		assert_int_equal(filter_apply_by(cases[i].mask, &env, cases[i].t, obj, &by),
+				 UNPARSABLE);
+		assert_int_equal(FILTER_BIT(by), cases[i].mask);
+		assert_true(json_equal(obj, orig));
+		json_decref(orig);
+		json_decref(obj);
+		ncases++;
+	}
+	/* null where an object or a string is read is Go's zero value: fine */
+	check(MASTER, &SERVICES,
+	      "{'metadata':{'namespace':'default','name':'kubernetes'},'spec':"
+	      "{'clusterIP':'10.96.0.1','ports':null}}",
+	      CHANGED,
+	      "{'metadata':{'namespace':'default','name':'kubernetes'},'spec':"
+	      "{'clusterIP':'169.254.2.1','ports':null,'clusterIPs':['169.254.2.1']}}");
+	/* the count and filter_first_wanting */
+	unsigned long long before = filter_unparsable_total(FILTER_MASTERSERVICE);
+	filter_unparsable_note(FILTER_MASTERSERVICE, "services", "default", "kubernetes", "{}", 2,
+			       "test");
+	filter_unparsable_note(FILTER_MASTERSERVICE, "services", "default", "kubernetes", "{}", 2,
+			       "test");
+	filter_unparsable_note(FILTER_COUNT, "services", "", "", "{}", 2, "out of range");
+	assert_int_equal(filter_unparsable_total(FILTER_MASTERSERVICE) - before, 2);
+	assert_int_equal(filter_unparsable_total(FILTER_COUNT), 0);
+}
+
+/* The secure port does not serve (no certificate yet): the three filters
+ * that point pods at the hub leave objects as the cloud sent them. */
+static bool port_closed(void *ctx)
+{
+	(void)ctx;
+	return false;
+}
+
+static bool port_open(void *ctx)
+{
+	(void)ctx;
+	return true;
+}
+
+static void test_hub_not_serving(void **state)
+{
+	static const char *const svc = "{'metadata':{'namespace':'default','name':'kubernetes'},"
+				       "'spec':{'clusterIP':'10.96.0.1','clusterIPs':['10.96.0.1'],"
+				       "'ports':[{'name':'https','port':443}]}}";
+	static const char *const slice =
+	    "{'metadata':{'namespace':'default','name':'kubernetes'},'addressType':'IPv4',"
+	    "'endpoints':[{'addresses':['10.0.0.1']}],'ports':[{'name':'https','port':6443}]}";
+	static const char *const pod =
+	    "{'metadata':{'namespace':'default','name':'p'},'spec':{'containers':[{'env':"
+	    "[{'name':'KUBERNETES_SERVICE_HOST','value':'api'}]}]}}";
+	struct filter_env env = node_env();
+
+	(void)state;
+	env.hub_serving = port_closed;
+	check_env(&env, MASTER, &SERVICES, svc, UNCHANGED, NULL);
+	check_env(&env, FORWARD, &SLICES, slice, UNCHANGED, NULL);
+	check_env(&env, ENVUPD, &PODS, pod, UNCHANGED, NULL);
+	assert_false(wants_js(MASTER | FORWARD | ENVUPD, &env, &SERVICES, svc));
+	env.hub_serving = port_open;
+	check_env(&env, MASTER, &SERVICES, svc, CHANGED,
+		  "{'metadata':{'namespace':'default','name':'kubernetes'},"
+		  "'spec':{'clusterIP':'169.254.2.1','clusterIPs':['169.254.2.1'],"
+		  "'ports':[{'name':'https','port':10268}]}}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1403,6 +1549,8 @@ int main(void)
 	    cmocka_unit_test(test_wants_says_no),
 	    cmocka_unit_test(test_wants_sees_escapes),
 	    cmocka_unit_test(test_count),
+	    cmocka_unit_test(test_unreadable_fields),
+	    cmocka_unit_test(test_hub_not_serving),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

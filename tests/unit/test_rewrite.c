@@ -509,6 +509,88 @@ static void test_object(void **state)
 	buf_free(&r.out);
 }
 
+/* ---- objects no filter can read ---- */
+
+/* Pods with KUBERNETES_SERVICE_HOST (serviceenvupdater wants each): one
+ * ordinary, then four it cannot read.  \\u0000 is JSON's escape, not a C NUL. */
+#define POD_OK                                                                                     \
+	"{'metadata':{'name':'ok','namespace':'default'},'spec':{'containers':[{'name':'c',"       \
+	"'env':[{'name':'KUBERNETES_SERVICE_HOST','value':'api.example.com'}]}]}}"
+#define ODD_ENV "'spec':{'containers':[{'env':[{'name':'KUBERNETES_SERVICE_HOST','value':'a'}]}]}"
+static const char *const ODD_PODS[] = {
+    "{'metadata':{'name':'a\\u0000b','namespace':'default'}," ODD_ENV "}",
+    "{'metadata':{'name':'sur','namespace':'default','annotations':{'x':'\\udcff'}}," ODD_ENV "}",
+    "{'metadata':{'name':'big','namespace':'default'},'n':123456789012345678901234567890," ODD_ENV
+    "}",
+    "{'metadata':{'name':'type','namespace':'default'},'spec':{'containers':[{'env':"
+    "[{'name':'KUBERNETES_SERVICE_HOST','value':6443}]}]}}",
+};
+#define NODD (sizeof ODD_PODS / sizeof ODD_PODS[0])
+
+static void test_unreadable_items_pass(void **state)
+{
+	(void)state;
+	const char *items[1 + NODD] = {POD_OK};
+	for (size_t i = 0; i < NODD; i++)
+		items[1 + i] = ODD_PODS[i];
+	char *body = list_of(items, 1 + NODD);
+	unsigned long long before = filter_unparsable_total(FILTER_SERVICEENVUPDATER);
+	struct result r =
+	    run_all_ways(REWRITE_LIST, FILTER_BIT(FILTER_SERVICEENVUPDATER), &PODS, body);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.changed, 1);
+	/* whole, and each odd pod its own bytes */
+	json_error_t e;
+	json_t *list = json_loads(buf_cstr(&r.out), JSON_ALLOW_NUL, &e);
+	if (!list) /* jansson refuses the lone surrogate: look at the bytes */
+		assert_non_null(strstr(buf_cstr(&r.out), "]}\n"));
+	json_decref(list);
+	assert_non_null(strstr(buf_cstr(&r.out), "\"value\":\"169.254.2.1\""));
+	for (size_t i = 0; i < NODD; i++) {
+		char *odd = js(ODD_PODS[i]);
+		assert_non_null(strstr(buf_cstr(&r.out), odd));
+		free(odd);
+	}
+	/* seven runs (one, then plain and gzip three ways of chunking), NODD each */
+	assert_int_equal(filter_unparsable_total(FILTER_SERVICEENVUPDATER) - before, 7 * NODD);
+	buf_free(&r.out);
+	free(body);
+
+	/* a watch event of each: as it came, and the stream goes on */
+	struct buf w = BUF_INIT;
+	for (size_t i = 0; i < NODD; i++)
+		buf_printf(&w, "{'type':'ADDED','object':%s}\n", ODD_PODS[i]);
+	buf_printf(&w, "{'type':'ADDED','object':%s}\n", POD_OK);
+	char *text = js(w.data);
+	r = run_all_ways(REWRITE_WATCH, FILTER_BIT(FILTER_SERVICEENVUPDATER), &PODS, text);
+	assert_int_equal(r.rc, 0);
+	assert_int_equal(r.changed, 1);
+	for (size_t i = 0; i < NODD; i++) {
+		char *odd = js(ODD_PODS[i]);
+		assert_non_null(strstr(buf_cstr(&r.out), odd));
+		free(odd);
+	}
+	buf_free(&r.out);
+	buf_free(&w);
+	free(text);
+
+	/* a single object: the same */
+	for (size_t i = 0; i < NODD; i++) {
+		char *odd = js(ODD_PODS[i]);
+		r = run_all_ways(REWRITE_OBJECT, FILTER_BIT(FILTER_SERVICEENVUPDATER), &PODS, odd);
+		assert_int_equal(r.rc, 0);
+		assert_false(r.dropped);
+		assert_string_equal(buf_cstr(&r.out), odd);
+		buf_free(&r.out);
+		free(odd);
+	}
+	/* what is not JSON at the list level is still cut */
+	r = run(REWRITE_LIST, FILTER_BIT(FILTER_SERVICEENVUPDATER), &PODS, "{\"items\":[{},]}",
+		WHOLE, false);
+	assert_int_equal(r.rc, -1);
+	buf_free(&r.out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -521,6 +603,7 @@ int main(void)
 	    cmocka_unit_test(test_watch_events),
 	    cmocka_unit_test(test_watch_changed),
 	    cmocka_unit_test(test_object),
+	    cmocka_unit_test(test_unreadable_items_pass),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

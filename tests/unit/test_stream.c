@@ -1670,6 +1670,63 @@ static void test_nul_in_name_refused(void **state)
 		     1, &m, NULL, 0);
 }
 
+/* Told to tolerate odd objects (the response filters), a decoder hands
+ * such an object out unnamed, with why, and the ones after it as usual. */
+struct odd_seen {
+	size_t n, odd;
+};
+
+static int count_odd_item(void *ctx, const struct stream_object *o)
+{
+	struct odd_seen *s = ctx;
+
+	s->n++;
+	if (o->odd) {
+		s->odd++;
+		assert_string_equal(o->name, "");
+		assert_string_equal(o->namespace, "");
+		assert_non_null(strstr(o->odd, "NUL"));
+	} else {
+		assert_string_equal(o->name, "after");
+	}
+	return 0;
+}
+
+static int count_odd_event(void *ctx, const struct watch_event *ev)
+{
+	return count_odd_item(ctx, &ev->object);
+}
+
+static void test_nul_in_name_tolerated(void **state)
+{
+	static const char list[] =
+	    LIST_HEAD "{\"metadata\":{\"namespace\":\"ns\",\"name\":\"good\\u0000x\"}},"
+		      "{\"metadata\":{\"namespace\":\"ns\\u0000\",\"name\":\"a\"}},"
+		      "{\"metadata\":{\"name\":\"after\"}}]}";
+	static const char events[] =
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"g\\u0000\"}}}\n"
+	    "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"after\"}}}\n";
+	struct odd_seen seen = {0};
+	struct list_decoder *d = list_decoder_new(count_odd_item, &seen);
+	struct watch_decoder *w = watch_decoder_new(count_odd_event, &seen);
+
+	(void)state;
+	assert_non_null(d);
+	assert_non_null(w);
+	list_decoder_tolerate_odd(d);
+	assert_int_equal(list_decoder_feed(d, list, strlen(list)), 0);
+	assert_int_equal(list_decoder_finish(d, NULL), 0);
+	assert_int_equal(seen.n, 3);
+	assert_int_equal(seen.odd, 2);
+	watch_decoder_tolerate_odd(w);
+	assert_int_equal(watch_decoder_feed(w, events, strlen(events)), 0);
+	assert_int_equal(watch_decoder_finish(w), 0);
+	assert_int_equal(seen.n, 5);
+	assert_int_equal(seen.odd, 3);
+	list_decoder_free(d);
+	watch_decoder_free(w);
+}
+
 /* A string of n bytes of JSON text: escaped quotes and backslashes all
  * along, and an escaped backslash just before the closing quote. */
 static void long_string(struct buf *b, size_t n)
@@ -1810,6 +1867,7 @@ int main(void)
 	    cmocka_unit_test(test_bounds_whole_or_chunked),
 	    cmocka_unit_test(test_depth_bounded),
 	    cmocka_unit_test(test_nul_in_name_refused),
+	    cmocka_unit_test(test_nul_in_name_tolerated),
 	    cmocka_unit_test(test_long_strings_exact),
 	    cmocka_unit_test(test_long_string_event_not_delayed),
 	};
