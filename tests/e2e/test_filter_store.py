@@ -35,7 +35,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import HUB_BIN, ROOT, Double, Hub, Suite, wait_for  # noqa: E402
-from test_filters import (KUBE_PROXY, KUBE_PROXY_ACCEPT, SECURE, endpoints_for,  # noqa: E402
+from test_filters import (KUBE_PROXY, KUBE_PROXY_ACCEPT, endpoints_for, secure,  # noqa: E402
                           endpoints_nodes, hub_json, items, service, slice_for, slice_nodes)
 from watch_stream import open_watch, read_events  # noqa: E402
 
@@ -154,7 +154,7 @@ def change(t, double, label, binary, extra, resources, first, then):
     when = "%s, %s -> %s" % (label, first.split("/")[1], then.split("/")[1])
     set_topology(double, first)
     name = "hub-" + label.replace(" ", "-").replace(",", "") + "-" + first.split("/")[1]
-    hub = Hub(t.workdir, [double.url], extra=[SECURE, *extra], name=name, binary=binary)
+    hub = Hub(t.workdir, [double.url], extra=[*secure(t.workdir), *extra], name=name, binary=binary)
     t.cleanups.append(hub.stop)
     try:
         for res in resources:
@@ -209,7 +209,7 @@ def kubelet_conf(hub):
 def get_filtered(t, double, label, binary):
     """A get: kubelet's kube-proxy ConfigMap is stored as the cloud has it
     and answered filtered (inclusterconfig), online and offline."""
-    hub = Hub(t.workdir, [double.url], extra=[SECURE], name="hub-get-" + label, binary=binary)
+    hub = Hub(t.workdir, [double.url], extra=secure(t.workdir), name="hub-get-" + label, binary=binary)
     t.cleanups.append(hub.stop)
     try:
         t.check("%s: online, kubelet's get of the kube-proxy ConfigMap is filtered" % label,
