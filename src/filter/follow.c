@@ -135,18 +135,19 @@ int follow_event(struct follow *f, enum watch_type type, const struct stream_obj
 	size_t len;
 	if (!key)
 		return -1;
-	bool held = shown_of(f, key) != SHOWN_DROPPED;
+	bool was_dropped = shown_of(f, key) == SHOWN_DROPPED;
 	uint64_t now = filter_one(f, o, &data, &len);
-	if (type == WATCH_DELETED) {
+	if (type == WATCH_DELETED)
 		strmap_del(&f->shown, key);
-		return held && f->emit(f->ctx, WATCH_DELETED, data, len) ? -1 : 0;
-	}
-	held = held && type == WATCH_MODIFIED;
-	if (record(f, key, now) < 0)
+	else if (record(f, key, now) < 0)
 		return -1;
-	if (now == SHOWN_DROPPED) /* gone for this node: as if deleted, as it was */
-		return held && f->emit(f->ctx, WATCH_DELETED, data, len) ? -1 : 0;
-	return f->emit(f->ctx, held ? WATCH_MODIFIED : WATCH_ADDED, data, len) ? -1 : 0;
+	/* gone for this node: as if deleted, as it was (a client that does
+	 * not hold it ignores that, as the proxied watches have it) */
+	if (type == WATCH_DELETED || now == SHOWN_DROPPED)
+		type = WATCH_DELETED;
+	else if (was_dropped) /* the client let it go: it comes anew */
+		type = WATCH_ADDED;
+	return f->emit(f->ctx, type, data, len) ? -1 : 0;
 }
 
 /* data with metadata.resourceVersion rv, in f->moved: what a client

@@ -45,9 +45,10 @@ void follow_free(struct follow *f);
 
 /* One event of the source, of type WATCH_ADDED (new to this client's
  * selector), WATCH_MODIFIED or WATCH_DELETED, with the object unfiltered.
- * Emits what the client gets, or nothing: an object the filters drop and
- * the client does not hold is not mentioned (its DELETED, its ADDED).  0, or
- * -1 (out of memory, or emit stopped). */
+ * Emits what the client gets, as the proxied watches do (rewrite.h): an
+ * object the filters drop comes as DELETED, as the source has it; one the
+ * client was last told was deleted (dropped) comes as ADDED.  0, or -1 (out
+ * of memory, or emit stopped). */
 int follow_event(struct follow *f, enum watch_type type, const struct stream_object *o);
 
 /* The filters' inputs changed: objs[0..n) is the source's content the
