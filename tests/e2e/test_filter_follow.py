@@ -19,6 +19,8 @@ node3.  With the watches open, and nothing touching the EndpointSlices
 - after each, the watch's state (its list plus its events) equals a fresh
   list, and a watch resumed from the watch's last resourceVersion carries
   on (no 410, the next change arrives);
+- kube-proxy's Endpoints watch (proxied: Endpoints are not shared) ends with
+  ERROR 410 Expired on a topology change, so that the client lists again;
 - a python3-kubernetes watch of the slices gets the MODIFIED of a topology
   change, at a resourceVersion it takes.
 
@@ -39,6 +41,7 @@ RELEASE_HUB = os.path.join(RELEASE, "src", "yurthub")
 KUBE_PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
+ENDPOINTS = "/api/v1/endpoints"
 TOPOLOGY = "openyurt.io/topologyKeys"
 LISTEN = "nodeport.openyurt.io/listen"
 EPS = [("10.244.0.5", "node1"), ("10.244.1.5", "node2"), ("10.244.2.5", "node3")]
@@ -82,9 +85,16 @@ def set_node_pool(double, node, pool):
     double.put_object(obj)
 
 
+def endpoints_for(svc):
+    return {"apiVersion": "v1", "kind": "Endpoints",
+            "metadata": {"name": svc, "namespace": "default"},
+            "subsets": [{"addresses": [{"ip": ip, "nodeName": node} for ip, node in EPS],
+                         "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]}]}
+
+
 def seed(double):
     for o in [service("app", annotations={TOPOLOGY: "kubernetes.io/hostname"}),
-              slice_for("app"), service("plain"), slice_for("plain"),
+              slice_for("app"), endpoints_for("app"), service("plain"), slice_for("plain"),
               service("np-a", "NodePort", {LISTEN: "pool-a"}),
               service("np-b", "NodePort", {LISTEN: "pool-b"}),
               nodepool("pool-a", ["node1", "node2"]), nodepool("pool-b", ["node3"])]:
@@ -231,7 +241,7 @@ def run(t, binary, label):
     wait_for(lambda: slice_nodes(next(i for i in hub_list(hub, SLICES)["items"]
                                       if i["metadata"]["name"] == "app-abcde")) == ["node1"],
              30, what="the hub's filters to know the app's topology")
-    sl, sv = Watch(hub, SLICES), Watch(hub, SERVICES)
+    sl, sv, ep = Watch(hub, SLICES), Watch(hub, SERVICES), Watch(hub, ENDPOINTS)
     t.check("%s: kube-proxy's watches are open" % label, sl.ok and sv.ok)
     t.check("%s: at the start, app's slice has node1's endpoint, np-b is left out" % label,
             slice_nodes(sl.state["default/app-abcde"]) == ["node1"] and
@@ -255,6 +265,15 @@ def run(t, binary, label):
             "the pool's endpoints" % label,
             event_for("app-abcde", ("MODIFIED",), ["node1", "node2"])(evs), summary(evs))
     check_state(t, label + ", nodepool topology", sl)
+    evs = ep.wait(lambda evs: any(e["type"] == "ERROR" for e in evs), "the Endpoints watch's end")
+    lst = hub_list(hub, ENDPOINTS)
+    app_eps = next(i for i in lst["items"] if i["metadata"]["name"] == "app")
+    t.check("%s: the proxied Endpoints watch ends with ERROR 410 Expired, and a new list has "
+            "the pool's addresses" % label,
+            any(e["type"] == "ERROR" and e["object"].get("code") == 410 for e in evs) and
+            sorted(a["nodeName"] for s in app_eps["subsets"] for a in s["addresses"]) ==
+            ["node1", "node2"], summary(evs))
+    ep.close()
     if py:
         try:
             ev = py.wait_event(lambda e: e["event"] == "MODIFIED" and e.get("name") == "app-abcde",
