@@ -19,7 +19,7 @@ tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults
 tests/test_config tests/test_cache_cmd tests/test_json_scan tests/test_stream tests/test_cache tests/test_list_bounds tests/test_local_changes tests/test_requestinfo
 tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_podendpoints tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json tests/test_offline_authz
-tests/test_filter tests/test_rewrite tests/test_informer tests/test_dummy tests/test_sharedcache tests/test_leaderhub
+tests/test_filter tests/test_rewrite tests/test_follow tests/test_informer tests/test_dummy tests/test_sharedcache tests/test_leaderhub
 tests/test_x509 tests/test_client_ca tests/test_jws tests/test_satoken tests/test_certstore tests/test_certmgr tests/test_csrclient tests/test_hubfiles
 tests/contract_disk
 tests/crash_test
@@ -47,6 +47,7 @@ py:tests/e2e/test_outage.py
 py:tests/e2e/test_filters.py
 py:tests/e2e/test_filter_store.py
 py:tests/e2e/test_filter_odd.py
+py:tests/e2e/test_filter_follow.py
 py:tests/e2e/test_multiplexer.py
 py:tests/e2e/test_pool.py
 py:tests/e2e/test_autonomy.py

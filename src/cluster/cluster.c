@@ -79,6 +79,10 @@ struct cluster {
 	uint64_t gen[SRC_COUNT]; /* the list each source is in */
 	char *cache_agents;	 /* the configmap's value last reported */
 	uint64_t configmap_gen;	 /* the list yurt-hub-cfg was last seen in */
+	char *filter_pool;	 /* env.pool_name when filter_gen last moved */
+
+	/* moves whenever what the filters read changes: cluster_filter_gen() */
+	atomic_ulong filter_gen;
 
 	struct informer *inf[SRC_COUNT];
 };
@@ -227,9 +231,15 @@ static const char *current_pool(const struct cluster *c)
 	return c->pool_label ? c->pool_label : "";
 }
 
+/* What the filters read changed: open watches filter again. */
+static void inputs_changed(struct cluster *c)
+{
+	atomic_fetch_add(&c->filter_gen, 1);
+}
+
 /* The pool's nodes from the NodePool found by name, or from the pool's
  * NodeBuckets; unknown (NULL) until they are found. */
-static void recompute_pool(struct cluster *c)
+static void compute_pool(struct cluster *c)
 {
 	names_free(&c->pool_nodes);
 	const char *pool = current_pool(c);
@@ -271,6 +281,35 @@ static void recompute_pool(struct cluster *c)
 		c->env.pool_nodes = no_nodes;
 }
 
+static bool names_equal(const struct names *a, const struct names *b)
+{
+	if (a->n != b->n)
+		return false;
+	for (size_t i = 0; i < a->n; i++)
+		if (strcmp(a->v[i], b->v[i]))
+			return false;
+	return true;
+}
+
+/* compute_pool(), and inputs_changed() when the pool's name or nodes (or
+ * whether they are known) are not what they were: a NodePool's members
+ * changed, or the node moved to another pool. */
+static void recompute_pool(struct cluster *c)
+{
+	struct names old = c->pool_nodes;
+	bool was_known = c->env.pool_nodes != NULL;
+	c->pool_nodes = (struct names){NULL, 0};
+	compute_pool(c);
+	bool same = was_known == (c->env.pool_nodes != NULL) && names_equal(&old, &c->pool_nodes) &&
+		    c->filter_pool && !strcmp(c->filter_pool, c->env.pool_name);
+	names_free(&old);
+	if (same)
+		return;
+	free(c->filter_pool);
+	c->filter_pool = strdup(c->env.pool_name); /* NULL: differs next time */
+	inputs_changed(c);
+}
+
 static const struct filter_env *env_hold(void *ctx)
 {
 	struct cluster *c = ctx;
@@ -310,6 +349,10 @@ static void services_object(void *ctx, enum informer_event ev, const struct stre
 		json_decref(obj);
 	}
 	pthread_rwlock_wrlock(&c->lock);
+	struct strmap_entry *e = strmap_get(&c->topology, key);
+	const char *was = e ? e->value : NULL;
+	if (was ? !keys || strcmp(was, keys) : keys != NULL)
+		inputs_changed(c);
 	if (keys)
 		put_stamped(&c->topology, key, keys, c->gen[SRC_SERVICES], free);
 	else
@@ -322,7 +365,10 @@ static void services_end(void *ctx)
 {
 	struct cluster *c = ctx;
 	pthread_rwlock_wrlock(&c->lock);
+	size_t had = c->topology.len;
 	sweep(&c->topology, c->gen[SRC_SERVICES], free);
+	if (c->topology.len != had)
+		inputs_changed(c);
 	c->env.no_topology = c->topology.len == 0;
 	pthread_rwlock_unlock(&c->lock);
 }
@@ -860,6 +906,7 @@ void cluster_free(struct cluster *c)
 		free(c->disabled[i]);
 	free(c->disabled);
 	free(c->pool_label);
+	free(c->filter_pool);
 	free(c->cache_agents);
 	free(c->proxy_url);
 	free(c->user_agent);
@@ -904,6 +951,11 @@ filter_mask cluster_filters_for(struct cluster *c, const char *component, const 
 	filter_mask m = filter_select(&c->cfg, c->node_name, component, verb, resource);
 	pthread_rwlock_unlock(&c->lock);
 	return m;
+}
+
+unsigned long cluster_filter_gen(struct cluster *c)
+{
+	return atomic_load(&c->filter_gen);
 }
 
 const struct filter_env_ref *cluster_env_ref(struct cluster *c)

@@ -89,6 +89,12 @@ enum pool_membership cluster_pool_member(struct cluster *c, const char *node, ch
 /* The filters for a request (filter_select on the current configuration). */
 filter_mask cluster_filters_for(struct cluster *c, const char *component, const char *verb,
 				const char *resource);
+/* Moves whenever what the filters read changes: a Service's topology
+ * annotation, this node's pool, the pool's nodes.  An open watch compares
+ * it with the value it last filtered with, and filters again what it
+ * showed when it moved (filter/follow.h).  The change is in the
+ * environment before this moves. */
+unsigned long cluster_filter_gen(struct cluster *c);
 /* The environment, for rewrite_new(); valid as long as c. */
 const struct filter_env_ref *cluster_env_ref(struct cluster *c);
 

@@ -114,6 +114,15 @@ static int emit(struct rewrite *rw, const char *data, size_t len)
 	return rw->out(rw->ctx, data, len) ? fail(rw, "the reader stopped") : 0;
 }
 
+enum filter_result rewrite_one(struct rewrite *rw, const struct stream_object *o, const char **data,
+			       size_t *len)
+{
+	enum filter_result res = filter_object(rw, o);
+	*data = res == FILTER_CHANGED ? rw->encoded.data : o->data;
+	*len = res == FILTER_CHANGED ? rw->encoded.len : o->len;
+	return res;
+}
+
 /* ---- lists ---- */
 
 static int on_envelope(void *ctx, const char *data, size_t len)

@@ -76,6 +76,12 @@ int rewrite_finish(struct rewrite *rw);
 bool rewrite_dropped(const struct rewrite *rw);
 /* Objects changed and dropped so far (for the metrics). */
 void rewrite_counts(const struct rewrite *rw, unsigned long *changed, unsigned long *dropped);
+/* One object through rw's filters by itself, outside the body (counted
+ * as the body's are): FILTER_UNCHANGED with *data, *len = o's bytes,
+ * FILTER_CHANGED with the new bytes (valid until the next call on rw), or
+ * FILTER_DROP.  For a watch that re-filters what it showed (filter/follow.h). */
+enum filter_result rewrite_one(struct rewrite *rw, const struct stream_object *o, const char **data,
+			       size_t *len);
 /* A one-line reason after -1. */
 const char *rewrite_error(const struct rewrite *rw);
 void rewrite_free(struct rewrite *rw);

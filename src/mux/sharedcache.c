@@ -539,6 +539,22 @@ enum mux_status mux_cache_wait_rv(struct mux_cache *c, uint64_t rv, int64_t time
 	return st;
 }
 
+uint64_t mux_cache_outside_version(struct mux_cache *c, uint64_t v)
+{
+	uint64_t rv;
+
+	pthread_mutex_lock(&c->lock);
+	if (v != c->outside_version) {
+		/* the first version only starts the record: no answer was made
+		 * with another */
+		c->outside_rv = c->outside_version ? c->rv : 0;
+		c->outside_version = v;
+	}
+	rv = c->outside_rv;
+	pthread_mutex_unlock(&c->lock);
+	return rv;
+}
+
 uint64_t mux_cache_rv(struct mux_cache *c)
 {
 	uint64_t rv;
@@ -568,8 +584,8 @@ static int compare_objs(const void *pa, const void *pb)
 
 /* References to the objects of the namespace f names (all when none):
  * the cheap test under the lock, the selectors after. */
-static enum mux_status take_snapshot(struct mux_cache *c, const struct mux_filter *f,
-				     struct mux_list *out)
+enum mux_status mux_cache_take_snapshot(struct mux_cache *c, const struct mux_filter *f,
+					struct mux_list *out)
 {
 	const char *ns = f && f->namespace && *f->namespace ? f->namespace : NULL;
 	struct strmap_entry *e;
@@ -594,7 +610,7 @@ static enum mux_status take_snapshot(struct mux_cache *c, const struct mux_filte
 }
 
 /* Keep what f's selectors let through. */
-static void filter_snapshot(const struct mux_filter *f, struct mux_list *l)
+void mux_list_select(const struct mux_filter *f, struct mux_list *l)
 {
 	size_t kept = 0;
 
@@ -616,13 +632,13 @@ enum mux_status mux_cache_list(struct mux_cache *c, const struct mux_filter *f,
 
 	*out = (struct mux_list){0};
 	pthread_mutex_lock(&c->lock);
-	st = take_snapshot(c, f, out);
+	st = mux_cache_take_snapshot(c, f, out);
 	pthread_mutex_unlock(&c->lock);
 	if (st != MUX_OK) {
 		mux_list_free(out);
 		return st;
 	}
-	filter_snapshot(f, out);
+	mux_list_select(f, out);
 	/* etcd's order, which kube-apiserver's lists have */
 	if (out->n > 1)
 		qsort(out->objs, out->n, sizeof(*out->objs), compare_objs);

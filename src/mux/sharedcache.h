@@ -111,6 +111,13 @@ enum mux_status mux_cache_bookmark(struct mux_cache *c, uint64_t rv);
 enum mux_status mux_cache_replace(struct mux_cache *c, struct mux_obj **objs, size_t n,
 				  uint64_t rv);
 
+/* Something outside the cache that readers' answers depend on (the hub's
+ * filters' inputs) is at version v (never 0): the first call with a new v
+ * notes the cache's rv then (the very first call notes 0).  Returns that
+ * rv: an answer a client got at an rv up to it may have been made with an
+ * older version.  Any thread. */
+uint64_t mux_cache_outside_version(struct mux_cache *c, uint64_t v);
+
 /* ---- readers ---- */
 
 /* Wait until the cache is ready and at rv or later: MUX_OK, MUX_TIMEOUT,
@@ -173,6 +180,14 @@ struct mux_delivery {
  * relist); MUX_NOMEM.  One thread at a time per watcher. */
 enum mux_status mux_watcher_next(struct mux_watcher *w, int64_t timeout_ms,
 				 struct mux_delivery *out);
+/* What a watcher's client holds, for when the hub's view of the same
+ * objects must be computed again (its filters' inputs changed,
+ * filter/follow.h).  Only once the watcher has delivered every event (its
+ * initial objects too): MUX_OK and *out, the objects its filter lets
+ * through at the cache's rv, which becomes its progress (free with
+ * mux_list_free); MUX_TIMEOUT when events wait for it (deliver them and ask
+ * again); MUX_CLOSED, MUX_EXPIRED, MUX_NOMEM.  The watcher's thread. */
+enum mux_status mux_watcher_snapshot(struct mux_watcher *w, struct mux_list *out);
 /* The resourceVersion up to which this watcher has been given (or skipped,
  * as filtered out) every event: what a bookmark may say. */
 uint64_t mux_watcher_progress(const struct mux_watcher *w);

@@ -28,10 +28,21 @@ struct mux_cache {
 	bool ready;	/* a list has been replaced in */
 	bool closed;
 	size_t watchers; /* registered, not yet freed */
+	/* mux_cache_outside_version: the last version noted, and the rv the
+	 * cache had when it was first noted */
+	uint64_t outside_version, outside_rv;
 };
 
 /* pthread_cond_timedwait on c->changed (which runs on the monotonic clock)
  * until deadline_ms; c->lock held. */
 void mux_cache_wait_until(struct mux_cache *c, int64_t deadline_ms);
+
+/* References to the objects of the namespace f names (all when none), at
+ * the cache's rv; c->lock held.  MUX_OK, MUX_CLOSED, MUX_NOT_READY,
+ * MUX_NOMEM (out then holds what to mux_list_free). */
+enum mux_status mux_cache_take_snapshot(struct mux_cache *c, const struct mux_filter *f,
+					struct mux_list *out);
+/* Keep what f's selectors let through; without the lock (they parse JSON). */
+void mux_list_select(const struct mux_filter *f, struct mux_list *l);
 
 #endif

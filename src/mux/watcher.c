@@ -273,6 +273,32 @@ enum mux_status mux_watcher_next(struct mux_watcher *w, int64_t timeout_ms,
 	}
 }
 
+enum mux_status mux_watcher_snapshot(struct mux_watcher *w, struct mux_list *out)
+{
+	struct mux_cache *c = w->cache;
+	enum mux_status st;
+
+	*out = (struct mux_list){0};
+	if (w->initial_next < w->ninitial)
+		return MUX_TIMEOUT;
+	pthread_mutex_lock(&c->lock);
+	if (w->stopped || c->closed)
+		st = MUX_CLOSED;
+	else if (w->epoch != c->epoch || w->next_seq < c->window.first_seq)
+		st = MUX_EXPIRED;
+	else if (window_get(&c->window, w->next_seq))
+		st = MUX_TIMEOUT;
+	else if ((st = mux_cache_take_snapshot(c, &w->filter, out)) == MUX_OK)
+		w->progress = out->rv;
+	pthread_mutex_unlock(&c->lock);
+	if (st != MUX_OK) {
+		mux_list_free(out);
+		return st;
+	}
+	mux_list_select(&w->filter, out);
+	return MUX_OK;
+}
+
 uint64_t mux_watcher_progress(const struct mux_watcher *w)
 {
 	return w->progress;

@@ -154,6 +154,11 @@ int mux_answer_list(struct proxy *p, struct request *req, struct mux_request *r)
 		list_free(a);
 		return rc;
 	}
+	/* the filters' inputs the answer is made with, noted before its
+	 * snapshot: a watch from its rv then knows whether they changed since
+	 * (multiplexer_watch.c) */
+	if (r->filters)
+		mux_cache_outside_version(r->cache, cluster_filter_gen(p->cluster));
 	enum mux_status st = mux_cache_list(r->cache, &r->filter, &a->list);
 	if (st != MUX_OK) {
 		list_free(a);

@@ -12,6 +12,13 @@
  *   allowWatchBookmarks  a BOOKMARK at the watcher's progress after 30 s
  *                        without a delivery, even when it has not moved
  *
+ * A client with response filters gets each delivery through a follow
+ * (filter/follow.h), which remembers what it was shown; when what the
+ * filters read changes (cluster_filter_gen), the watch, once it has
+ * delivered every event, filters the cache's objects again and sends what
+ * changed for this client, at the cache's resourceVersion (docs/filters.md,
+ * "Watches follow topology changes").
+ *
  * The watch ends at timeoutSeconds (else a random time in [min, 2 min) of
  * --min-request-timeout, as offline watches), when the client leaves, when
  * the watcher falls out of the window (ERROR 410), and when the hub stops.
@@ -23,7 +30,7 @@
 #include <time.h>
 
 #include "cluster/cluster.h"
-#include "filter/rewrite.h"
+#include "filter/follow.h"
 #include "http/response.h"
 #include "kube/meta.h"
 #include "proxy/local_internal.h"
@@ -46,17 +53,12 @@ struct watch_answer {
 	bool done;
 	bool bookmarks;		 /* allowWatchBookmarks */
 	int64_t last_written_ms; /* of the last event or bookmark */
-	struct buf raw;		 /* the events as the cache gives them */
 	struct buf out;		 /* what the client gets */
 	size_t off;
-	struct rewrite *rw; /* NULL: no filters for this client */
+	struct follow *fl;	  /* NULL: no filters for this client */
+	unsigned long filter_gen; /* cluster_filter_gen() fl last filtered with */
+	bool unknown;		  /* the client's objects were not shown through fl */
 };
-
-static int to_client(void *ctx, const char *data, size_t len)
-{
-	struct watch_answer *a = ctx;
-	return buf_append(&a->out, data, len);
-}
 
 static const char *type_name(enum mux_event_type t)
 {
@@ -64,10 +66,41 @@ static const char *type_name(enum mux_event_type t)
 	return names[t];
 }
 
+/* One event with an object of the cache, or the filters' version of it;
+ * an object from a list lacks kind and apiVersion, which a watch event's
+ * object carries (local_append_object adds them to the client's copy). */
+static int write_object_event(struct watch_answer *a, enum mux_event_type type, const char *data,
+			      size_t len)
+{
+	int rc = buf_printf(&a->out, "{\"type\":\"%s\",\"object\":", type_name(type));
+	rc = rc ? rc : local_append_object(&a->out, data, len, &a->req->kind);
+	return rc ? rc : buf_append_str(&a->out, "}\n");
+}
+
+static int follow_emit(void *ctx, enum watch_type type, const char *data, size_t len)
+{
+	enum mux_event_type t = type == WATCH_ADDED	 ? MUX_ADDED
+				: type == WATCH_MODIFIED ? MUX_MODIFIED
+							 : MUX_DELETED;
+	return write_object_event(ctx, t, data, len);
+}
+
+/* What the filters take from a cache object; it names its kind or not. */
+static struct stream_object meta_of(const struct mux_obj *o)
+{
+	return (struct stream_object){.data = o->data,
+				      .len = o->len,
+				      .name = o->name,
+				      .namespace = o->namespace,
+				      .resource_version = "",
+				      .rv = o->rv,
+				      .kind = ""};
+}
+
 static int write_bookmark(struct watch_answer *a, uint64_t rv)
 {
 	const struct local_kind *k = &a->req->kind;
-	struct buf *o = &a->raw;
+	struct buf *o = &a->out;
 	int rc = buf_append_str(o, "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":");
 	rc = rc ? rc : local_json_string(o, k->kind ? k->kind : "");
 	rc = rc ? rc : buf_append_str(o, ",\"apiVersion\":");
@@ -77,20 +110,22 @@ static int write_bookmark(struct watch_answer *a, uint64_t rv)
 			       (unsigned long long)rv);
 }
 
-/* An object from a list lacks kind and apiVersion: a watch event's object
- * carries them (local_append_object adds them to the client's copy). */
 static int write_event(struct watch_answer *a, const struct mux_delivery *d)
 {
 	if (d->type == MUX_BOOKMARK)
 		return write_bookmark(a, d->rv);
-	int rc = buf_printf(&a->raw, "{\"type\":\"%s\",\"object\":", type_name(d->type));
-	rc = rc ? rc : local_append_object(&a->raw, d->obj->data, d->obj->len, &a->req->kind);
-	return rc ? rc : buf_append_str(&a->raw, "}\n");
+	if (!a->fl)
+		return write_object_event(a, d->type, d->obj->data, d->obj->len);
+	struct stream_object o = meta_of(d->obj);
+	enum watch_type t = d->type == MUX_ADDED      ? WATCH_ADDED
+			    : d->type == MUX_MODIFIED ? WATCH_MODIFIED
+						      : WATCH_DELETED;
+	return follow_event(a->fl, t, &o);
 }
 
 static int write_expired(struct watch_answer *a)
 {
-	return buf_append_str(&a->raw,
+	return buf_append_str(&a->out,
 			      "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":"
 			      "\"v1\",\"metadata\":{},\"status\":\"Failure\",\"message\":"
 			      "\"too old resource version: the watcher fell behind the "
@@ -105,7 +140,7 @@ static bool over(struct watch_answer *a)
 	       local_client_left(a->client_fd);
 }
 
-/* Wait for the next delivery and write it into raw; a->done once the watch
+/* Wait for the next delivery and write it for the client; a->done once the watch
  * is over.  0, or -1 (out of memory). */
 static int next_event(struct watch_answer *a)
 {
@@ -139,16 +174,41 @@ static int next_event(struct watch_answer *a)
 	}
 }
 
+/* What the filters read changed since the client's objects were filtered:
+ * once every event is delivered, filter the cache's objects again and write
+ * what changed for this client.  0 (also when events wait: the next call
+ * tries again), or -1 (out of memory). */
+static int refilter(struct watch_answer *a)
+{
+	unsigned long gen = cluster_filter_gen(a->p->cluster);
+	if (gen == a->filter_gen && !a->unknown)
+		return 0;
+	mux_cache_outside_version(a->req->cache, gen);
+	struct mux_list l;
+	if (mux_watcher_snapshot(a->w, &l) != MUX_OK)
+		return 0; /* events first; a closed or expired watcher says so next */
+	struct stream_object *objs = calloc(l.n ? l.n : 1, sizeof *objs);
+	int rc = objs ? 0 : -1;
+	for (size_t i = 0; objs && i < l.n; i++)
+		objs[i] = meta_of(l.objs[i]);
+	size_t before = a->out.len;
+	rc = rc ? rc : follow_refilter(a->fl, objs, l.n, l.rv, a->unknown);
+	free(objs);
+	mux_list_free(&l);
+	if (rc == 0) {
+		a->filter_gen = gen;
+		a->unknown = false;
+		if (a->out.len > before)
+			a->last_written_ms = clock_now_ms();
+	}
+	return rc;
+}
+
 static int produce(struct watch_answer *a)
 {
-	buf_reset(&a->raw);
-	if (next_event(a) < 0)
+	if (a->fl && refilter(a) < 0)
 		return -1;
-	if (!a->rw)
-		return buf_append(&a->out, a->raw.data, a->raw.len);
-	if (a->raw.len && rewrite_feed(a->rw, a->raw.data, a->raw.len) < 0)
-		return -1;
-	return a->done ? rewrite_finish(a->rw) : 0;
+	return a->out.len ? 0 : next_event(a);
 }
 
 static ssize_t watch_read(void *cls, char *out, size_t max)
@@ -171,8 +231,7 @@ static void watch_free(void *cls)
 	if (a->counted)
 		atomic_fetch_sub(&a->p->metrics->open_watches, 1);
 	mux_watcher_free(a->w);
-	rewrite_free(a->rw);
-	buf_free(&a->raw);
+	follow_free(a->fl);
 	buf_free(&a->out);
 	mux_request_free(a->req);
 	free(a->req);
@@ -231,12 +290,19 @@ int mux_answer_watch(struct proxy *p, struct request *req, struct mux_request *r
 		watch_free(a);
 		return local_status(req, 400, "resourceVersion: not a resource version");
 	}
+	/* before the watcher starts: a change from then on is followed.  A
+	 * client resuming from an rv the inputs may have changed after (noted
+	 * by the cache; the rv does not tell what it was shown there) gets
+	 * every object again once it is caught up. */
+	a->filter_gen = cluster_filter_gen(p->cluster);
+	a->unknown =
+	    r->filters && from && from <= mux_cache_outside_version(r->cache, a->filter_gen);
 	if (mux_wait_ready(r->cache, req, from, &rc) < 0 || start_watcher(a, req, from, &rc) < 0) {
 		watch_free(a);
 		return rc;
 	}
-	if (r->filters && !(a->rw = rewrite_new(REWRITE_WATCH, false, r->filters, &r->target,
-						cluster_env_ref(p->cluster), to_client, a))) {
+	if (r->filters && !(a->fl = follow_new(r->filters, &r->target, cluster_env_ref(p->cluster),
+					       follow_emit, a))) {
 		watch_free(a);
 		return -1;
 	}

@@ -77,6 +77,10 @@ struct remote {
 	 * ends when a leader answers again (leaders_generation moved on) */
 	bool until_leader;
 	unsigned long leader_gen;
+	/* a filtered watch whose filters read the topology (servicetopology,
+	 * nodeportisolation): cluster_filter_gen() when its filtering began */
+	bool follows_topology;
+	unsigned long filter_gen;
 };
 
 /* ---- libcurl callbacks ---- */
@@ -305,6 +309,27 @@ static bool backend_gone(struct remote *r, bool want_headers)
 	return (want_headers || r->long_running) && !atomic_load(&r->b->healthy);
 }
 
+/* A proxied watch cannot filter again what it showed (the cloud's objects
+ * are not kept: docs/filters.md): when what its filters read changes, it
+ * ends, between two events, with a 410 Expired ERROR event, after which a
+ * client-go reflector lists again, filtered as the hub now knows.  true
+ * when that event was written. */
+static bool topology_changed(struct remote *r)
+{
+	static const char expired[] =
+	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
+	    "\"metadata\":{},\"status\":\"Failure\",\"message\":\"the hub's filters' view of "
+	    "the cluster changed: list again\",\"reason\":\"Expired\",\"code\":410}}\n";
+	if (!r->follows_topology || cluster_filter_gen(r->p->cluster) == r->filter_gen ||
+	    (r->rw && rewrite_backlog(r->rw)) || !framing_between_events(&r->framing))
+		return false;
+	/* not through pass_on: the cache keeps no ERROR event */
+	if (buf_append(&r->pending, expired, sizeof expired - 1) < 0)
+		return false;
+	track_framing(r, expired, sizeof expired - 1);
+	return true;
+}
+
 /* Drive the transfer until headers (want_headers) or body bytes are there,
  * or it is over. */
 static void pump(struct remote *r, bool want_headers)
@@ -325,6 +350,10 @@ static void pump(struct remote *r, bool want_headers)
 		}
 		if (past(&r->deadline)) {
 			abort_with(r, "deadline");
+			break;
+		}
+		if (topology_changed(r)) {
+			abort_with(r, "what the filters read changed: the client lists again");
 			break;
 		}
 		/* what came and waits goes first; curl is paused meanwhile */
@@ -719,6 +748,9 @@ static int start_filtering(struct remote *r, const struct request_info *ri)
 		return -1;
 	rewrite_set_room(r->rw, room_for_client);
 	r->rw_gunzips = gz;
+	r->follows_topology = r->is_watch && (r->filters & (FILTER_BIT(FILTER_SERVICETOPOLOGY) |
+							    FILTER_BIT(FILTER_NODEPORTISOLATION)));
+	r->filter_gen = cluster_filter_gen(r->p->cluster);
 	return 0;
 }
 

@@ -356,6 +356,56 @@ static void test_watch_order(void **state)
 	mux_cache_free(c);
 }
 
+/* A watcher's snapshot only once it has delivered every event: what its
+ * client then holds, at the cache's rv, which becomes its progress. */
+static void test_watcher_snapshot(void **state)
+{
+	struct mux_cache *c =
+	    cache_with(NULL, 10, 2, svc("d", "a", 10, "web"), svc("e", "b", 10, "web"));
+	struct mux_filter ns_d = {.namespace = "d"};
+	struct mux_watcher *w0 = watch_from(c, 0, &ns_d), *w10 = watch_from(c, 10, &ns_d);
+	struct mux_list l;
+
+	(void)state;
+	/* w0's initial objects wait: not yet */
+	assert_int_equal(mux_watcher_snapshot(w0, &l), MUX_TIMEOUT);
+	expect(w0, MUX_ADDED, "a", 10);
+	apply_ok(c, MUX_MODIFIED, svc("d", "a", 11, "web"));
+	assert_int_equal(mux_watcher_snapshot(w0, &l), MUX_TIMEOUT);
+	assert_int_equal(mux_watcher_snapshot(w10, &l), MUX_TIMEOUT);
+	expect(w0, MUX_MODIFIED, "a", 11);
+	expect(w10, MUX_MODIFIED, "a", 11);
+	mux_cache_bookmark(c, 15);
+	assert_int_equal(mux_watcher_snapshot(w0, &l), MUX_OK);
+	assert_int_equal(l.n, 1); /* its namespace only */
+	assert_string_equal(l.objs[0]->name, "a");
+	assert_int_equal(l.objs[0]->rv, 11);
+	assert_int_equal(l.rv, 15);
+	assert_int_equal(mux_watcher_progress(w0), 15);
+	mux_list_free(&l);
+	expect_quiet(w0);
+	mux_watcher_free(w0);
+	mux_watcher_free(w10);
+	mux_cache_free(c);
+}
+
+/* The rv at which an outside version was first noted: none for the
+ * first, the cache's then for each new one, unchanged by the same again. */
+static void test_outside_version(void **state)
+{
+	struct mux_cache *c = cache_with(NULL, 10, 1, svc("d", "a", 10, "web"));
+
+	(void)state;
+	assert_int_equal(mux_cache_outside_version(c, 1), 0);
+	apply_ok(c, MUX_MODIFIED, svc("d", "a", 12, "web"));
+	assert_int_equal(mux_cache_outside_version(c, 1), 0);
+	assert_int_equal(mux_cache_outside_version(c, 2), 12);
+	apply_ok(c, MUX_MODIFIED, svc("d", "a", 13, "web"));
+	assert_int_equal(mux_cache_outside_version(c, 2), 12);
+	assert_int_equal(mux_cache_outside_version(c, 3), 13);
+	mux_cache_free(c);
+}
+
 static void test_stale_and_unknown(void **state)
 {
 	struct mux_cache *c = cache_with(NULL, 10, 1, svc("d", "a", 10, "web"));
@@ -1051,6 +1101,8 @@ int main(void)
 	    cmocka_unit_test(test_list_snapshot),
 	    cmocka_unit_test(test_list_filters),
 	    cmocka_unit_test(test_watch_order),
+	    cmocka_unit_test(test_watcher_snapshot),
+	    cmocka_unit_test(test_outside_version),
 	    cmocka_unit_test(test_stale_and_unknown),
 	    cmocka_unit_test(test_watch_errors),
 	    cmocka_unit_test(test_window_age),
