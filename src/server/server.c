@@ -476,14 +476,16 @@ int server_start(const struct config *cfg, const struct server_routes *routes,
 	if ((dummy_addr && !(s->dummy_addr = strdup(dummy_addr))) ||
 	    (client_ca_file && !(s->client_ca = client_ca_new(client_ca_file))))
 		return -1;
-	if (start_daemon(s, PORT_HUB, cfg->bind_address, cfg->serve_port) < 0)
-		return -1;
 	if (!is_loopback(cfg->bind_proxy_address))
 		log_warn("the plain HTTP proxy listens on %s, not on loopback: any host that "
 			 "reaches it can use the node's identity",
 			 cfg->bind_proxy_address);
 	if (cfg->proxy_port &&
 	    start_proxy_port(s, PORT_PROXY, cfg, cfg->proxy_port, dummy_addr) < 0)
+		return -1;
+	/* the serve port last: once /v1/readyz answers, the proxy port must
+	 * already accept, or a client told "ready" is refused */
+	if (start_daemon(s, PORT_HUB, cfg->bind_address, cfg->serve_port) < 0)
 		return -1;
 	if (!cfg->proxy_secure_port)
 		return 0;
