@@ -45,6 +45,7 @@ py:tests/e2e/test_offline_writes.py
 py:tests/e2e/test_memory.py
 py:tests/e2e/test_outage.py
 py:tests/e2e/test_filters.py
+py:tests/e2e/test_filter_startup.py
 py:tests/e2e/test_multiplexer.py
 py:tests/e2e/test_pool.py
 py:tests/e2e/test_autonomy.py
