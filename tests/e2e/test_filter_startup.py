@@ -7,7 +7,7 @@ hostname topology whose slice has an endpoint on node1, node2 and node-x.
 
 - online, in each of N starts: the first list is filtered (node1's endpoint
   only) and a watch opened as early gets filtered ADDED events; the time
-  from the start to that first filtered answer is printed;
+  from the start to that first answer is printed;
 - with the NodePools' list failing at the double, the request is held and
   then answered 503 with Retry-After, naming what is missing, never
   unfiltered; a request no filter touches is answered at once meanwhile;
