@@ -48,6 +48,7 @@ py:tests/e2e/test_filters.py
 py:tests/e2e/test_filter_store.py
 py:tests/e2e/test_filter_odd.py
 py:tests/e2e/test_filter_follow.py
+py:tests/e2e/test_filter_startup.py
 py:tests/e2e/test_multiplexer.py
 py:tests/e2e/test_pool.py
 py:tests/e2e/test_autonomy.py

@@ -1,12 +1,13 @@
 /*
  * hub.c - starting and stopping the parts of the hub, see hub.h.
  *
- * Order of start: the store (recovery) first, so that /v1/readyz is true as
- * soon as the server listens - a node that boots offline is served at once;
- * then the cloud side (identity, health), the cache workers, the dummy
- * interface, the server (which listens on the interface's address too).
- * Signals: SIGTERM and SIGINT are blocked in every thread and taken by the
- * main thread with sigwait(), so that no handler runs inside library code.
+ * Order of start: the store (recovery) first, so that a node that boots
+ * offline is served as soon as the server listens and the filters' view of
+ * the cluster is loaded from the cache (milliseconds; /v1/readyz and
+ * "yurthub ready" wait for that view, online or offline); then the cloud side (identity, health),
+ * the cache workers, the dummy interface, the server (which listens on the interface's address
+ * too). Signals: SIGTERM and SIGINT are blocked in every thread and taken by the main thread with
+ * sigwait(), so that no handler runs inside library code.
  */
 #include "hub.h"
 
@@ -305,16 +306,27 @@ static int hub_endpoint(void *ctx, struct request *req)
 			failed = "[-]store: not ready";
 		else if (why) /* nothing to answer with yet, online or not */
 			failed = why;
-		/* online, the filters need what the cloud says first; offline,
-		 * what is cached is all there is */
-		else if (h->cluster && !cluster_synced(h->cluster) &&
-			 upstream_any_healthy(&h->upstream))
-			failed = "the filters' view of the cluster is not synced";
+		/* the start-up rule: online or offline, not before the filters'
+		 * view is listed from the cloud or loaded from the cache */
+		struct buf filters = BUF_INIT;
+		if (!failed && h->cluster && !cluster_synced(h->cluster)) {
+			if (buf_append_str(&filters, "[-]filters: the filters' view of the cluster "
+						     "is not synced; missing: ") < 0 ||
+			    cluster_describe_missing(h->cluster, &filters) < 0) {
+				buf_free(&filters);
+				return -1;
+			}
+			failed = buf_cstr(&filters);
+		}
+		int rc;
 		if (verbose && atomic_load(&h->ready))
-			return readyz_verbose(h, req, failed ? 503 : 200, failed);
-		if (!atomic_load(&h->ready))
-			return reply_text(req, 503, "the store is not ready");
-		return failed ? reply_text(req, 503, failed) : reply_text(req, 200, "OK");
+			rc = readyz_verbose(h, req, failed ? 503 : 200, failed);
+		else if (!atomic_load(&h->ready))
+			rc = reply_text(req, 503, "the store is not ready");
+		else
+			rc = failed ? reply_text(req, 503, failed) : reply_text(req, 200, "OK");
+		buf_free(&filters);
+		return rc;
 	}
 	if (n == 8 && !strncmp(path, "/metrics", n)) {
 		if (atomic_load(&h->ready)) {
@@ -402,6 +414,13 @@ static bool hub_port_serving(void *ctx)
 	return serving;
 }
 
+/* The filters' view is in: the hub is ready (when its identity is). */
+static void cluster_synced_now(void *ctx)
+{
+	(void)ctx;
+	log_msg('I', 0, "yurthub ready");
+}
+
 static int start_cluster(struct hub *h)
 {
 	const struct config *cfg = h->cfg;
@@ -426,6 +445,7 @@ static int start_cluster(struct hub *h)
 	    .on_cache_agents = set_cache_agents,
 	    .on_leader_hub = h->proxy.mux ? leader_hub_changed : NULL,
 	    .pool_members = h->proxy.mux && cfg->multiplexer_port,
+	    .on_synced = cluster_synced_now,
 	    .ctx = h,
 	    .epoch = cloud_epoch,
 	    .epoch_ctx = h->health,
@@ -615,7 +635,8 @@ int hub_run(const struct config *cfg)
 	if (start(&h) < 0) {
 		status = 1;
 	} else {
-		log_msg('I', 0, "yurthub ready");
+		/* "yurthub ready" comes when the filters' view is in
+		 * (cluster_synced_now) */
 		int sig = 0;
 		sigwait(&sigs, &sig);
 		log_msg('I', 0, "yurthub stopping (signal %d)", sig);

@@ -8,10 +8,18 @@
  * the list's generation, and what a complete list did not stamp is gone.
  * The pool's node list the filters read is computed again whenever one of
  * its inputs changes, so that a filter never walks the indexes.
+ *
+ * The start-up rule: a source counts as synced once its first list is in
+ * (from the cloud, or from the cache offline; a 404 is an empty list).  A
+ * request whose answer a filter may change waits for the sources of its
+ * filters (cluster_wait_filters): the connection threads sleep on sync_cv,
+ * which each source's first list wakes.  Once all are in, the check is one
+ * atomic load.
  */
 #include "cluster/cluster.h"
 
 #include <jansson.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -21,6 +29,7 @@
 #include "cluster/leaderhub.h"
 #include "informer/informer.h"
 #include "util/buf.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "util/strmap.h"
 
@@ -31,6 +40,7 @@
 #define TOPOLOGY_ANNOTATION "openyurt.io/topologyKeys"
 
 enum source { SRC_CONFIGMAP, SRC_SERVICES, SRC_NODE, SRC_NODEPOOLS, SRC_NODEBUCKETS, SRC_COUNT };
+#define SRC_BIT(s) (1u << (s))
 
 /* Sorted, distinct node names. */
 struct names {
@@ -53,6 +63,7 @@ struct cluster {
 	size_t ndisabled;
 	void (*on_cache_agents)(void *ctx, const char *const *names, size_t n);
 	void (*on_leader_hub)(void *ctx, const struct leader_hub *lh, bool known);
+	void (*on_synced)(void *ctx);
 	void *ctx;
 	unsigned long (*epoch)(void *epoch_ctx);
 	void *epoch_ctx;
@@ -85,6 +96,16 @@ struct cluster {
 	atomic_ulong filter_gen;
 
 	struct informer *inf[SRC_COUNT];
+
+	/* the start-up rule: the sources the settings need (fixed at
+	 * cluster_new), those whose first list is in (written under
+	 * sync_lock, read anywhere), all of them in */
+	unsigned wanted;
+	atomic_uint listed;
+	atomic_bool all_synced, stopping;
+	pthread_mutex_t sync_lock;
+	pthread_cond_t sync_cv; /* CLOCK_MONOTONIC */
+	int64_t born_ms;	/* cluster_new: for the log of how long it took */
 };
 
 static void recompute_leader(struct cluster *c);
@@ -323,6 +344,49 @@ static void env_release(void *ctx)
 	pthread_rwlock_unlock(&c->lock);
 }
 
+/* ---- the start-up rule ---- */
+
+static const char *const SOURCE_NAMES[SRC_COUNT] = {
+    [SRC_CONFIGMAP] = "the hub's configmap " CONFIGMAP_NAME,
+    [SRC_SERVICES] = "Services (their topology annotations)",
+    [SRC_NODE] = "this node's Node (its pool label)",
+    [SRC_NODEPOOLS] = "NodePools (the pool's nodes)",
+    [SRC_NODEBUCKETS] = "NodeBuckets (the pool's nodes)",
+};
+
+/* The first list of s is in: wake the requests waiting for it.  Called by
+ * each source's on_list_end, after its index is updated and without the
+ * rwlock held. */
+static void mark_listed(struct cluster *c, enum source s)
+{
+	unsigned bit = SRC_BIT(s);
+	if (atomic_load(&c->listed) & bit)
+		return;
+	pthread_mutex_lock(&c->sync_lock);
+	unsigned now = atomic_fetch_or(&c->listed, bit) | bit;
+	bool all = (now & c->wanted) == c->wanted && !atomic_load(&c->all_synced);
+	if (all)
+		atomic_store(&c->all_synced, true);
+	pthread_cond_broadcast(&c->sync_cv);
+	pthread_mutex_unlock(&c->sync_lock);
+	if (!all)
+		return;
+	pthread_rwlock_rdlock(&c->lock);
+	char *pool = strdup(current_pool(c));
+	pthread_rwlock_unlock(&c->lock);
+	if (pool && *pool)
+		log_info("cluster: the filters' view is synced, %lld ms after the start: node %s "
+			 "is in pool \"%s\"",
+			 (long long)(clock_now_ms() - c->born_ms), c->node_name, pool);
+	else
+		log_info("cluster: the filters' view is synced, %lld ms after the start: node %s "
+			 "is in no pool",
+			 (long long)(clock_now_ms() - c->born_ms), c->node_name);
+	free(pool);
+	if (c->on_synced)
+		c->on_synced(c->ctx);
+}
+
 /* ---- Services: their topologyKeys ---- */
 
 static void services_begin(void *ctx)
@@ -371,6 +435,7 @@ static void services_end(void *ctx)
 		inputs_changed(c);
 	c->env.no_topology = c->topology.len == 0;
 	pthread_rwlock_unlock(&c->lock);
+	mark_listed(c, SRC_SERVICES);
 }
 
 /* ---- this node: its pool label ---- */
@@ -391,7 +456,10 @@ static void set_pool_label(struct cluster *c, const char *label)
 		return;
 	free(c->pool_label);
 	c->pool_label = label ? strdup(label) : NULL;
-	log_info("cluster: node %s is in pool \"%s\"", c->node_name, current_pool(c));
+	if (*current_pool(c))
+		log_info("cluster: node %s is in pool \"%s\"", c->node_name, current_pool(c));
+	else
+		log_info("cluster: node %s is in no pool", c->node_name);
 	recompute_pool(c);
 }
 
@@ -421,6 +489,7 @@ static void node_end(void *ctx)
 	if (c->node_gen < c->gen[SRC_NODE])
 		set_pool_label(c, NULL);
 	pthread_rwlock_unlock(&c->lock);
+	mark_listed(c, SRC_NODE); /* before: the leader's log says the pool is known */
 	recompute_leader(c);
 }
 
@@ -468,6 +537,7 @@ static void pools_end(void *ctx)
 	sweep(&c->pools, c->gen[SRC_NODEPOOLS], free_names_value);
 	recompute_pool(c);
 	pthread_rwlock_unlock(&c->lock);
+	mark_listed(c, SRC_NODEPOOLS);
 }
 
 /* ---- NodeBuckets: nodes[].name, by their pool label ---- */
@@ -511,6 +581,7 @@ static void buckets_end(void *ctx)
 	sweep(&c->buckets, c->gen[SRC_NODEBUCKETS], free_bucket);
 	recompute_pool(c);
 	pthread_rwlock_unlock(&c->lock);
+	mark_listed(c, SRC_NODEBUCKETS);
 }
 
 /* ---- the configmap: filter components, cache agents ---- */
@@ -602,6 +673,27 @@ static void free_json_value(void *v)
 	json_decref(v);
 }
 
+/* The node's pool is known: given, or its Node listed. */
+static bool pool_known(const struct cluster *c)
+{
+	return *c->pool_flag || (atomic_load(&c->listed) & SRC_BIT(SRC_NODE));
+}
+
+/* What the leader-hub configmap reported means, said plainly: no
+ * "leader-hub-" with an empty name. */
+static void log_leader(struct cluster *c, const char *name, bool present)
+{
+	if (name[strlen(LEADER_HUB_PREFIX)])
+		log_info("cluster: %s %s", name, present ? "applied" : "absent");
+	else if (pool_known(c))
+		log_info("cluster: node %s is in no pool: no leader-hub configmap applies",
+			 c->node_name);
+	else
+		log_info("cluster: the pool of node %s is not known yet: no leader-hub "
+			 "configmap applies until its Node is listed",
+			 c->node_name);
+}
+
 /* Report the leader-hub configmap of this node's pool when its data
  * changed (appeared, changed, or went away).  Any informer thread. */
 static void recompute_leader(struct cluster *c)
@@ -628,7 +720,7 @@ static void recompute_leader(struct cluster *c)
 			get[2] = json_string_value(json_object_get(data, "pool-scoped-metadata"));
 		}
 		if (leader_hub_parse(&lh, get[0], get[1], get[2]) == 0) {
-			log_info("cluster: %s %s", name, data ? "applied" : "absent");
+			log_leader(c, name, data != NULL);
 			c->on_leader_hub(c->ctx, data ? &lh : NULL, c->leader_known);
 			leader_hub_free(&lh);
 			json_decref(c->leader_reported);
@@ -680,6 +772,7 @@ static void configmap_end(void *ctx)
 	struct cluster *c = ctx;
 	if (c->configmap_gen < c->gen[SRC_CONFIGMAP])
 		configmap_apply(c, NULL); /* deleted while the hub did not watch */
+	mark_listed(c, SRC_CONFIGMAP);
 	if (!c->on_leader_hub)
 		return;
 	pthread_mutex_lock(&c->leader_lock);
@@ -807,6 +900,7 @@ static int copy_settings(struct cluster *c, const struct cluster_settings *s)
 	c->cloud_mode = s->cloud_mode;
 	c->on_cache_agents = s->on_cache_agents;
 	c->on_leader_hub = s->on_leader_hub;
+	c->on_synced = s->on_synced;
 	c->pool_members = s->pool_members;
 	c->epoch = s->epoch;
 	c->epoch_ctx = s->epoch_ctx;
@@ -853,6 +947,22 @@ struct cluster *cluster_new(const struct cluster_settings *s)
 		free(c);
 		return NULL;
 	}
+	pthread_condattr_t ca;
+	bool cv = false;
+	if (pthread_condattr_init(&ca) == 0) {
+		cv = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+		     pthread_cond_init(&c->sync_cv, &ca) == 0;
+		pthread_condattr_destroy(&ca);
+	}
+	if (!cv || pthread_mutex_init(&c->sync_lock, NULL) != 0) {
+		if (cv)
+			pthread_cond_destroy(&c->sync_cv);
+		pthread_mutex_destroy(&c->leader_lock);
+		pthread_rwlock_destroy(&c->lock);
+		free(c);
+		return NULL;
+	}
+	c->born_ms = clock_now_ms();
 	if (copy_settings(c, s) < 0 ||
 	    filter_config_init(&c->cfg, c->filters_on, (const char *const *)c->disabled,
 			       c->ndisabled, c->cloud_mode) < 0) {
@@ -860,20 +970,27 @@ struct cluster *cluster_new(const struct cluster_settings *s)
 		return NULL;
 	}
 	init_env(c);
+	for (enum source src = 0; c->proxy_url && src < SRC_COUNT; src++)
+		if (needs(c, src))
+			c->wanted |= SRC_BIT(src);
+	atomic_store(&c->all_synced, c->wanted == 0);
 	return c;
 }
 
 int cluster_run(struct cluster *c)
 {
-	if (!c->proxy_url) {
+	if (!c->proxy_url)
 		log_warn("cluster: the proxy port is off: the filters know nothing of the cluster");
+	if (!c->wanted) { /* nothing to wait for */
+		if (c->on_synced)
+			c->on_synced(c->ctx);
 		return 0;
 	}
 	/* last to first: the threads of the node and the configmap, which may
 	 * make this hub its pool's leader (and a connection thread then read
 	 * inf[SRC_NODEPOOLS]), start after inf[] is written */
 	for (int src = SRC_COUNT - 1; src >= 0; src--)
-		if (needs(c, (enum source)src) && start_source(c, (enum source)src) < 0)
+		if ((c->wanted & SRC_BIT(src)) && start_source(c, (enum source)src) < 0)
 			return -1;
 	return 0;
 }
@@ -886,6 +1003,8 @@ void cluster_free(struct cluster *c)
 		informer_stop(c->inf[s]);
 	pthread_rwlock_destroy(&c->lock);
 	pthread_mutex_destroy(&c->leader_lock);
+	pthread_cond_destroy(&c->sync_cv);
+	pthread_mutex_destroy(&c->sync_lock);
 	filter_config_free(&c->cfg);
 	struct strmap_entry *e;
 	for (size_t it = 0; (e = strmap_next(&c->leader_maps, &it));)
@@ -920,10 +1039,96 @@ void cluster_free(struct cluster *c)
 
 bool cluster_synced(struct cluster *c)
 {
-	for (enum source s = 0; s < SRC_COUNT; s++)
-		if (c->inf[s] && !informer_synced(c->inf[s]))
-			return false;
-	return true;
+	return atomic_load(&c->all_synced);
+}
+
+static int describe(unsigned missing, struct buf *out)
+{
+	const char *sep = "";
+	for (enum source s = 0; s < SRC_COUNT; s++) {
+		if (!(missing & SRC_BIT(s)))
+			continue;
+		if (buf_printf(out, "%s%s", sep, SOURCE_NAMES[s]) < 0)
+			return -1;
+		sep = ", ";
+	}
+	return 0;
+}
+
+int cluster_describe_missing(struct cluster *c, struct buf *out)
+{
+	return describe(c->wanted & ~atomic_load(&c->listed), out);
+}
+
+/* The sources the filters of mask read (of those the settings need). */
+static unsigned inputs_of(const struct cluster *c, filter_mask mask)
+{
+	unsigned need = mask ? SRC_BIT(SRC_CONFIGMAP) : 0; /* which filters run */
+	if (mask & (FILTER_BIT(FILTER_NODEPORTISOLATION) | FILTER_BIT(FILTER_SERVICETOPOLOGY)))
+		need |= SRC_BIT(SRC_NODE); /* the pool's name */
+	if (mask & FILTER_BIT(FILTER_SERVICETOPOLOGY))
+		need |=
+		    SRC_BIT(SRC_SERVICES) | SRC_BIT(SRC_NODEBUCKETS) |
+		    (c->enable_node_pool && !c->pool_service_topology ? SRC_BIT(SRC_NODEPOOLS) : 0);
+	return need & c->wanted;
+}
+
+/* What the request needs now: while yurt-hub-cfg is not in, whatever it
+ * could add for the component. */
+static unsigned request_inputs(struct cluster *c, const char *component, const char *verb,
+			       const char *resource)
+{
+	bool cfg_known = atomic_load(&c->listed) & SRC_BIT(SRC_CONFIGMAP);
+	pthread_rwlock_rdlock(&c->lock);
+	filter_mask m =
+	    cfg_known ? filter_select(&c->cfg, c->node_name, component, verb, resource)
+		      : filter_select_possible(&c->cfg, c->node_name, component, verb, resource);
+	pthread_rwlock_unlock(&c->lock);
+	return inputs_of(c, m);
+}
+
+int cluster_wait_filters(struct cluster *c, const char *component, const char *verb,
+			 const char *resource, unsigned timeout_ms, struct buf *missing)
+{
+	if (atomic_load(&c->all_synced))
+		return 0;
+	unsigned need = request_inputs(c, component, verb, resource);
+	if (!need)
+		return 0;
+	struct timespec deadline;
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	bool timed_out = false;
+	pthread_mutex_lock(&c->sync_lock);
+	while ((atomic_load(&c->listed) & need) != need && !timed_out &&
+	       !atomic_load(&c->stopping)) {
+		timed_out =
+		    pthread_cond_timedwait(&c->sync_cv, &c->sync_lock, &deadline) == ETIMEDOUT;
+		/* the configmap may be in now, and name fewer filters */
+		pthread_mutex_unlock(&c->sync_lock);
+		need = request_inputs(c, component, verb, resource);
+		pthread_mutex_lock(&c->sync_lock);
+	}
+	unsigned left = need & ~atomic_load(&c->listed);
+	pthread_mutex_unlock(&c->sync_lock);
+	if (!left)
+		return 0;
+	if (describe(left, missing) < 0)
+		buf_reset(missing);
+	return -1;
+}
+
+void cluster_stop_waits(struct cluster *c)
+{
+	pthread_mutex_lock(&c->sync_lock);
+	atomic_store(&c->stopping, true);
+	pthread_cond_broadcast(&c->sync_cv);
+	pthread_mutex_unlock(&c->sync_lock);
 }
 
 enum pool_membership cluster_pool_member(struct cluster *c, const char *node, char **pool)

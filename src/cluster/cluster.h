@@ -22,6 +22,7 @@
 
 #include "filter/filter.h"
 #include "filter/rewrite.h"
+#include "util/buf.h"
 
 struct leader_hub;
 
@@ -56,6 +57,10 @@ struct cluster_settings {
 	/* know the NodePools' members (cluster_pool_member): this hub may
 	 * lead its pool, and its leader port serves the pool's nodes only */
 	bool pool_members;
+	/* every input the filters need is synced (listed online, or loaded
+	 * from the cache offline), the first time; from an informer's thread,
+	 * once - or from cluster_run when there is nothing to read */
+	void (*on_synced)(void *ctx);
 	void *ctx;
 	/* the informers' epoch (informer.h): the cloud's health changed */
 	unsigned long (*epoch)(void *epoch_ctx);
@@ -73,8 +78,24 @@ int cluster_run(struct cluster *c);
 /* Stops the informers and frees; NULL is fine. */
 void cluster_free(struct cluster *c);
 
-/* Every informer has listed once (what /v1/readyz waits for online). */
+/* Every informer has listed once, from the cloud or the cache (what
+ * /v1/readyz waits for). */
 bool cluster_synced(struct cluster *c);
+/* What is not synced yet, for messages: "Services (/api/v1/services), ..."
+ * appended to out; nothing when all is.  0, or -1 (ENOMEM). */
+int cluster_describe_missing(struct cluster *c, struct buf *out);
+
+/* The start-up rule (docs/filters.md): before the response of a request
+ * (component, verb, resource) may be filtered, what its filters read must be
+ * synced.  Returns 0 at once when no filter may touch the request (or the
+ * view is synced), else waits up to timeout_ms for the inputs of the filters
+ * it may get - while yurt-hub-cfg is not known, of every filter it could
+ * name the component for.  -1 when the bound passed (or the hub stops), with
+ * what is still missing appended to *missing. */
+int cluster_wait_filters(struct cluster *c, const char *component, const char *verb,
+			 const char *resource, unsigned timeout_ms, struct buf *missing);
+/* The hub stops: cluster_wait_filters returns at once from now on. */
+void cluster_stop_waits(struct cluster *c);
 
 enum pool_membership {
 	POOL_MEMBER,

@@ -68,6 +68,13 @@ struct filter_config {
 filter_mask filter_select(const struct filter_config *cfg, const char *node_name,
 			  const char *component, const char *verb, const char *resource);
 
+/* The filters (component, verb, resource) may get whatever the configmap
+ * says: filter_select() as if the configmap named the component for every
+ * filter.  Before the configmap is known, this is what a request may need
+ * (the hub's own components still get none). */
+filter_mask filter_select_possible(const struct filter_config *cfg, const char *node_name,
+				   const char *component, const char *verb, const char *resource);
+
 /* For the flag parser: 0 when every name of --disabled-resource-filters is a
  * filter's name or "*" (names trimmed, empty ones skipped; the retired
  * hostnetworkpropagation is accepted and disables nothing), else -1 and

@@ -157,8 +157,10 @@ static bool component_listed(const struct filter_config *cfg, int id, struct spa
 	return in_extras(cfg->extra[id], cfg->nextra[id], comp);
 }
 
-filter_mask filter_select(const struct filter_config *cfg, const char *node_name,
-			  const char *component, const char *verb, const char *resource)
+/* any_component: as if the configmap named the component for every filter. */
+static filter_mask select_mask(const struct filter_config *cfg, const char *node_name,
+			       const char *component, const char *verb, const char *resource,
+			       bool any_component)
 {
 	struct span comp, v, res;
 	filter_mask mask = 0;
@@ -173,10 +175,22 @@ filter_mask filter_select(const struct filter_config *cfg, const char *node_name
 	for (int id = 0; id < FILTER_COUNT; id++) {
 		if (!(cfg->enabled & FILTER_BIT(id)) || !rule_covers(&DEFAULTS[id], v, res))
 			continue;
-		if (component_listed(cfg, id, comp))
+		if (any_component || component_listed(cfg, id, comp))
 			mask |= FILTER_BIT(id);
 	}
 	return mask;
+}
+
+filter_mask filter_select(const struct filter_config *cfg, const char *node_name,
+			  const char *component, const char *verb, const char *resource)
+{
+	return select_mask(cfg, node_name, component, verb, resource, false);
+}
+
+filter_mask filter_select_possible(const struct filter_config *cfg, const char *node_name,
+				   const char *component, const char *verb, const char *resource)
+{
+	return select_mask(cfg, node_name, component, verb, resource, true);
 }
 
 /* ---- the flags ---- */

@@ -647,6 +647,14 @@ static int answer(struct proxy *p, struct request *req, struct mux_resource *res
 {
 	if (atomic_load(&res->absent))
 		return 0;
+	/* The hub's own informers (the filters' view) while the cloud is
+	 * unreachable and nothing is listed here: they read the cache by the
+	 * ordinary path - another component's copy, or 404, an empty list -
+	 * rather than wait for the cloud: the filters' view must load offline
+	 * (docs/filters.md, the start-up rule). */
+	if (!peer && !strcasecmp(req->component, "yurthub") && res->m->up &&
+	    !upstream_any_healthy(res->m->up) && mux_cache_wait_rv(c, 0, 0) != MUX_OK)
+		return 0;
 	int w = wait_first_list(res, c, req, rc);
 	if (w != 0)
 		return w < 0;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache/local_changes.h"
+#include "cluster/cluster.h"
 #include "http/response.h"
 #include "kube/meta.h"
 #include "proxy/local.h"
@@ -14,6 +15,19 @@
 #include "proxy/multiplexer.h"
 #include "proxy/remote.h"
 #include "proxy/upgrade.h"
+#include "util/log.h"
+
+/* The start-up rule (docs/filters.md): how long a request a filter may
+ * change waits for the filters' view of the cluster.  Online the view is a
+ * handful of lists through this hub, well under a second on a healthy
+ * cloud; offline it is read from the cache in milliseconds.  10 s is far
+ * past both, and short of what clients wait for an answer (client-go's
+ * list has no timeout of its own, but kubectl gives up after 30 s and
+ * kube-proxy's first sync is retried on error anyway).  Past it the client
+ * gets 503 with Retry-After, which client-go honours by asking again after
+ * that many seconds, transparently: it never gets an unfiltered answer. */
+#define FILTER_SYNC_WAIT_MS 10000
+#define FILTER_SYNC_RETRY_S "1"
 
 int proxy_init(struct proxy *p)
 {
@@ -60,6 +74,38 @@ static bool at_local_rv(struct proxy *p, struct request *req, int *rc)
 	return true;
 }
 
+/* Hold a request whose answer a filter may change until what the filter
+ * reads is synced; past the bound, 503.  True when answered (*rc). */
+static bool filters_not_synced(struct proxy *p, struct request *req, int *rc)
+{
+	if (!p->cluster)
+		return false;
+	const struct request_info *ri = &req->ri;
+	struct buf missing = BUF_INIT;
+	if (cluster_wait_filters(p->cluster, req->component, request_info_verb(ri), ri->resource,
+				 FILTER_SYNC_WAIT_MS, &missing) == 0) {
+		buf_free(&missing);
+		return false;
+	}
+	struct buf msg = BUF_INIT;
+	int r = buf_printf(&msg,
+			   "the hub's response filters cannot answer yet: their view of the "
+			   "cluster is not synced (missing: %s); retry shortly",
+			   missing.len ? buf_cstr(&missing) : "unknown");
+	log_warn("request: %s %s of %s by \"%s\" answered 503: the filters' view is missing %s "
+		 "after %d s",
+		 request_info_verb(ri), ri->resource, req->raw_uri, req->component,
+		 missing.len ? buf_cstr(&missing) : "(unknown)", FILTER_SYNC_WAIT_MS / 1000);
+	struct reply *rep =
+	    r < 0 ? NULL : reply_status_new(503, "ServiceUnavailable", buf_cstr(&msg), NULL);
+	if (rep)
+		reply_header(rep, "Retry-After", FILTER_SYNC_RETRY_S);
+	*rc = reply_send(req, 503, rep);
+	buf_free(&msg);
+	buf_free(&missing);
+	return true;
+}
+
 int proxy_handle(void *ctx, struct request *req)
 {
 	struct proxy *p = ctx;
@@ -68,6 +114,10 @@ int proxy_handle(void *ctx, struct request *req)
 				    NULL);
 	health_wait_first(p->health);
 	int rc;
+	/* before any path that answers (multiplexer, cloud, cache), so that
+	 * none answers unfiltered and a watch's first events are filtered */
+	if (filters_not_synced(p, req, &rc))
+		return rc;
 	if (at_local_rv(p, req, &rc) || multiplexer_answer(p, req, &rc))
 		return rc;
 	if (upstream_any_healthy(p->up))
@@ -111,6 +161,8 @@ int proxy_admit_peer(void *ctx, struct request *req, const char *node)
 void proxy_stop(struct proxy *p)
 {
 	atomic_store(&p->stopping, true);
+	if (p->cluster) /* requests held for it end now */
+		cluster_stop_waits(p->cluster);
 }
 
 void proxy_end_upgrades(struct proxy *p)

@@ -353,6 +353,37 @@ static void test_select_inputs(void **state)
 	assert_int_equal(filter_select(&cfg, "edge-1", "kubelet", "list", "services"), 0);
 }
 
+/* Before yurt-hub-cfg is known, what a component could get: every enabled
+ * filter of the request's resource and verb, whoever asks - but the hub's
+ * own components nothing (their answers feed the filters). */
+static void test_select_possible(void **state)
+{
+	static const char *const off[] = {"discardcloudservice"};
+	struct filter_config cfg;
+
+	(void)state;
+	assert_int_equal(filter_config_init(&cfg, true, off, 1, false), 0);
+	assert_int_equal(filter_select_possible(&cfg, "edge-1", "mycomp", "list", "services"),
+			 NODEPORT | MASTER);
+	assert_int_equal(filter_select(&cfg, "edge-1", "mycomp", "list", "services"), 0);
+	assert_int_equal(
+	    filter_select_possible(&cfg, "edge-1", "mycomp", "watch", "endpointslices"),
+	    TOPO | FORWARD);
+	assert_int_equal(filter_select_possible(&cfg, "edge-1", "mycomp", "get", "pods"), ENVUPD);
+	assert_int_equal(filter_select_possible(&cfg, "edge-1", "mycomp", "list", "nodes"), 0);
+	assert_int_equal(filter_select_possible(&cfg, "edge-1", "mycomp", "create", "pods"), 0);
+	assert_int_equal(filter_select_possible(&cfg, "edge-1", "yurthub", "list", "services"), 0);
+	assert_int_equal(
+	    filter_select_possible(&cfg, "edge-1", "multiplexer-proxy-edge-1", "list", "services"),
+	    0);
+	assert_int_equal(filter_select_possible(&cfg, "edge-1", "", "list", "services"), 0);
+	filter_config_free(&cfg);
+	assert_int_equal(filter_config_init(&cfg, false, NULL, 0, false), 0);
+	assert_int_equal(filter_select_possible(&cfg, "edge-1", "kube-proxy", "list", "services"),
+			 0);
+	filter_config_free(&cfg);
+}
+
 static void test_hub_own_components(void **state)
 {
 	static const char *const keys[] = {"masterservice", "servicetopology"};
@@ -1526,6 +1557,7 @@ int main(void)
 	    cmocka_unit_test(test_names),
 	    cmocka_unit_test(test_default_table),
 	    cmocka_unit_test(test_select_inputs),
+	    cmocka_unit_test(test_select_possible),
 	    cmocka_unit_test(test_hub_own_components),
 	    cmocka_unit_test(test_configmap_extras),
 	    cmocka_unit_test(test_disabled_filters),
