@@ -25,7 +25,6 @@
 #include "proxy/outbox.h"
 #include "proxy/proxy.h"
 #include "util/base64.h"
-#include "util/clock.h"
 #include "util/log.h"
 
 /* ---- shared helpers ---- */
@@ -595,44 +594,6 @@ static int local_nonresource(struct proxy *p, struct request *req)
 
 /* ---- dispatch ---- */
 
-/* How long an offline answer the filters may change waits for their view
- * of the cluster.  Offline the informers read it from the cache, which
- * takes milliseconds once the hub listens; the bound is for a store that
- * is slow to answer. */
-#define FILTERS_WAIT_MS 5000
-
-/* The store holds the cloud's objects and the filters run on the way out,
- * so an answer they may change waits until their view (Services, the
- * Node, the NodePool, yurt-hub-cfg) is loaded from the cache - at a start
- * offline it is not yet - rather than go out unfiltered.  true: go on;
- * false: answered 503 with Retry-After (*rc). */
-static bool filters_ready(struct proxy *p, struct request *req, int *rc)
-{
-	if (!p->cluster || cluster_synced(p->cluster) ||
-	    !cluster_filters_for(p->cluster, req->component, request_info_verb(&req->ri),
-				 req->ri.resource))
-		return true;
-	int64_t t0 = clock_now_ms();
-	while (!cluster_synced(p->cluster)) {
-		if (clock_now_ms() - t0 >= FILTERS_WAIT_MS || atomic_load(&p->stopping)) {
-			log_v(1, "offline: %s %s: the filters' view is not loaded yet: 503",
-			      req->component, req->raw_uri);
-			struct reply *r = reply_status_new(
-			    503, NULL,
-			    "the response filters' view of the cluster is not loaded from the "
-			    "cache yet: try again",
-			    NULL);
-			if (r)
-				reply_header(r, "Retry-After", "1");
-			*rc = reply_send(req, 503, r);
-			return false;
-		}
-		struct timespec pause = {0, 20 * 1000 * 1000};
-		nanosleep(&pause, NULL);
-	}
-	return true;
-}
-
 int local_answer(struct proxy *p, struct request *req)
 {
 	int refused;
@@ -641,9 +602,6 @@ int local_answer(struct proxy *p, struct request *req)
 	const struct request_info *ri = &req->ri;
 	if (!ri->is_resource)
 		return local_nonresource(p, req);
-	int waited;
-	if (!filters_ready(p, req, &waited))
-		return waited;
 	const char *accept = request_header(req, "Accept");
 	if (accept && !cache_accept_for(accept) && !strstr(accept, "as=Table"))
 		return local_status(req, 406,
