@@ -45,6 +45,14 @@ def wait_for(cond, timeout, step=0.05, what="condition"):
     raise TimeoutError("timed out waiting for " + what)
 
 
+def within(cond, timeout, what):
+    """wait_for, False instead of raising: the check then says what it saw."""
+    try:
+        return wait_for(cond, timeout, what=what)
+    except TimeoutError:
+        return False
+
+
 class Double:
     """The kube-apiserver test double (tests/double/apiserver.py)."""
 

@@ -31,7 +31,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Double, Etcd, Hub, Suite, get, request, wait_for  # noqa: E402
+from harness import Double, Etcd, Hub, Suite, get, request, wait_for, within  # noqa: E402
 from loadgen import COREDNS, KUBELET, PROXY  # noqa: E402
 from watch_stream import dechunk, open_watch  # noqa: E402
 from clients import Informer, missing  # noqa: E402
@@ -80,14 +80,6 @@ def web_objects():
                                for n, ip in WEB_IPS.items()],
                  "ports": [{"port": 80, "protocol": "TCP"}]})
     return objs
-
-
-def within(cond, timeout, what):
-    """wait_for, False instead of raising: the check then says what it saw."""
-    try:
-        return wait_for(cond, timeout, what=what)
-    except TimeoutError:
-        return False
 
 
 def hub_get(hub, path, ua):

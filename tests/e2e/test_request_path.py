@@ -25,7 +25,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Double, Hub, Suite, get, wait_for  # noqa: E402
+from harness import Double, Hub, Suite, get, wait_for, within  # noqa: E402
 
 UA = "e2e-reqpath/1.0"
 HUGE = "9223372036854775807"
@@ -370,12 +370,20 @@ def test_offline_json(t, double, hub):
                        "metadata": {"name": "quoted-sa", "namespace": "default"},
                        "spec": {"nodeName": "node1", "serviceAccountName": QUOTED_SA,
                                 "containers": [{"name": "c", "image": "c:1"}]}})
-    s, _, body = get("127.0.0.1", hub.proxy_port,
-                     "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1",
-                     headers={"User-Agent": "kubelet/v1.30.2", "Accept": "application/json"})
-    pods = [p for p in json.loads(body)["items"] if p["metadata"]["name"] == "quoted-sa"] \
-        if s == 200 else []
-    t.check("kubelet caches the pod whose service account has quotes in its name", pods)
+    def listed():
+        s, _, body = get("127.0.0.1", hub.proxy_port,
+                         "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1",
+                         headers={"User-Agent": "kubelet/v1.30.2", "Accept": "application/json"})
+        return [p for p in json.loads(body)["items"] if p["metadata"]["name"] == "quoted-sa"] \
+            if s == 200 else []
+
+    # the link may still be settling from the test before: list until the
+    # cloud's answer has the pod, then wait for it on disk (caching is off
+    # the client's path) before the link is cut
+    pods = within(listed, 20, "kubelet's list with the pod") or []
+    stored = os.path.join(hub.cache, "kubelet", "pods.v1.core", "default", "quoted-sa")
+    t.check("kubelet caches the pod whose service account has quotes in its name",
+            pods and within(lambda: os.path.exists(stored), 20, "the pod on disk"))
     double.cut("refuse")
     wait_for(lambda: offline(hub), 15, what="the hub to see the cloud gone")
     try:
