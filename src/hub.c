@@ -400,12 +400,17 @@ static bool hub_port_serving(void *ctx)
 	was = atomic_exchange(&h->hub_port_seen, serving);
 	if (was == (int)serving) /* another thread said it */
 		return serving;
-	if (!serving)
-		log_warn("filters: %s: default/kubernetes, its EndpointSlice and pods' "
-			 "KUBERNETES_SERVICE_HOST go to node components as the cloud sent them",
-			 h->cfg->proxy_secure_port
-			     ? "the secure port does not serve (no serving certificate yet)"
-			     : "there is no secure port (--proxy-secure-port=0)");
+	/* a port the operator turned off is a choice, said once at -v 1; a
+	 * port that should serve and does not is worth a warning */
+	if (!serving && !h->cfg->proxy_secure_port)
+		log_v(1,
+		      "filters: there is no secure port (--proxy-secure-port=0): "
+		      "default/kubernetes, its EndpointSlice and pods' KUBERNETES_SERVICE_HOST go "
+		      "to node components as the cloud sent them");
+	else if (!serving)
+		log_warn("filters: the secure port does not serve (no serving certificate yet): "
+			 "default/kubernetes, its EndpointSlice and pods' KUBERNETES_SERVICE_HOST "
+			 "go to node components as the cloud sent them");
 	else if (was == 0)
 		log_msg('I', 0,
 			"filters: the secure port %d serves: default/kubernetes and its "
