@@ -35,6 +35,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import HUB_BIN, ROOT, Double, Hub, Suite, wait_for  # noqa: E402
+from watch_stream import read_head  # noqa: E402
 
 RELEASE = os.environ.get("YURTHUB_RELEASE_BUILD") or os.path.join(ROOT, "build")
 RELEASE_HUB = os.path.join(RELEASE, "src", "yurthub")
@@ -104,13 +105,7 @@ def send(port, kind, mark, lines):
     s = socket.create_connection(("127.0.0.1", port), timeout=20)
     try:
         s.sendall(head)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            more = s.recv(65536)
-            if not more:
-                break
-            data += more
-        top, _, body = data.partition(b"\r\n\r\n")
+        top, body = read_head(s)
         first = top.split(b"\r\n")[0].split()
         status = int(first[1]) if len(first) > 1 and first[0].startswith(b"HTTP/") else 0
         length = 0
