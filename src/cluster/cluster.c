@@ -347,7 +347,7 @@ static void env_release(void *ctx)
 /* ---- the start-up rule ---- */
 
 static const char *const SOURCE_NAMES[SRC_COUNT] = {
-    [SRC_CONFIGMAP] = "the hub's configmap " CONFIGMAP_NAME,
+    [SRC_CONFIGMAP] = ("the hub's configmap " CONFIGMAP_NAME),
     [SRC_SERVICES] = "Services (their topology annotations)",
     [SRC_NODE] = "this node's Node (its pool label)",
     [SRC_NODEPOOLS] = "NodePools (the pool's nodes)",

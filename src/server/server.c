@@ -52,7 +52,7 @@ struct server {
 	struct daemon_ctx daemons[MAX_DAEMONS];
 	size_t n; /* started, or being started */
 	bool stopping, secure_started, peer_started;
-	bool secure_serving;	     /* secure_started and listening */
+	atomic_bool secure_serving;  /* secure_started and listening */
 	struct client_ca *client_ca; /* NULL: no secure port */
 	char *peer_addr;	     /* the multiplexer port, once asked for */
 	int peer_port;
