@@ -22,6 +22,8 @@ ROOT = os.environ.get("YURTHUB_ROOT") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("YURTHUB_BUILD") or os.path.join(ROOT, "build-san")
 HUB_BIN = os.path.join(BUILD, "src", "yurthub")
+RELEASE = os.environ.get("YURTHUB_RELEASE_BUILD") or os.path.join(ROOT, "build")
+RELEASE_HUB = os.path.join(RELEASE, "src", "yurthub")
 DOUBLE = os.path.join(ROOT, "tests", "double", "apiserver.py")
 PYTHON = "/usr/bin/python3"
 
@@ -278,6 +280,27 @@ def request(host, port, method, path, body=None, headers=None, timeout=60):
 
 def get(host, port, path, headers=None, timeout=60):
     return request(host, port, "GET", path, headers=headers, timeout=timeout)
+
+
+def proxy_json(hub, path, ua):
+    """GET path on the hub's proxy port as ua: (status, the body as JSON, or
+    its raw bytes when it is not JSON)."""
+    s, _, body = get("127.0.0.1", hub.proxy_port, path, headers={"User-Agent": ua})
+    try:
+        return s, json.loads(body)
+    except ValueError:
+        return s, body
+
+
+def each_build(run):
+    """run(label, binary) with the sanitizer build, then with the release
+    build when there is one (a note says so when there is none)."""
+    run("sanitizer", HUB_BIN)
+    if os.path.exists(RELEASE_HUB):
+        run("release", RELEASE_HUB)
+    else:
+        print("note: no release build at %s: its half is skipped (make test builds it)"
+              % RELEASE_HUB, flush=True)
 
 
 def kubectl(server, *args, timeout=60, stdin=None):

@@ -34,10 +34,9 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import HUB_BIN, ROOT, Double, Hub, Suite, wait_for  # noqa: E402
+from harness import Double, Hub, Suite, each_build, wait_for  # noqa: E402
+from watch_stream import read_head  # noqa: E402
 
-RELEASE = os.environ.get("YURTHUB_RELEASE_BUILD") or os.path.join(ROOT, "build")
-RELEASE_HUB = os.path.join(RELEASE, "src", "yurthub")
 POD = "exec-target"
 UA = b"e2e-headers/1.0"
 MARK = b"X-E2e-Case"
@@ -104,13 +103,7 @@ def send(port, kind, mark, lines):
     s = socket.create_connection(("127.0.0.1", port), timeout=20)
     try:
         s.sendall(head)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            more = s.recv(65536)
-            if not more:
-                break
-            data += more
-        top, _, body = data.partition(b"\r\n\r\n")
+        top, body = read_head(s)
         first = top.split(b"\r\n")[0].split()
         status = int(first[1]) if len(first) > 1 and first[0].startswith(b"HTTP/") else 0
         length = 0
@@ -206,12 +199,7 @@ def main():
                        "spec": {"nodeName": "node1",
                                 "containers": [{"name": "c", "image": "busybox"}]},
                        "status": {"phase": "Running"}})
-    run_hub(t, double, "sanitizer", HUB_BIN)
-    if os.path.exists(RELEASE_HUB):
-        run_hub(t, double, "release", RELEASE_HUB)
-    else:
-        print("note: no release build at %s: its half is skipped (make test builds it)"
-              % RELEASE_HUB, flush=True)
+    each_build(lambda label, binary: run_hub(t, double, label, binary))
     every_head_clean(t, double)
     t.finish()
 

@@ -33,11 +33,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clients import PyWatch, missing  # noqa: E402
-from harness import HUB_BIN, ROOT, Double, Hub, Suite, get, wait_for  # noqa: E402
+from harness import Double, Hub, Suite, each_build, get, wait_for  # noqa: E402
 from watch_stream import dechunk, open_watch  # noqa: E402
 
-RELEASE = os.environ.get("YURTHUB_RELEASE_BUILD") or os.path.join(ROOT, "build")
-RELEASE_HUB = os.path.join(RELEASE, "src", "yurthub")
 KUBE_PROXY = "kube-proxy/v1.30.2 (linux/amd64) kubernetes/abcdef"
 SERVICES = "/api/v1/services"
 SLICES = "/apis/discovery.k8s.io/v1/endpointslices"
@@ -359,12 +357,7 @@ def run(t, binary, label):
 
 def main():
     t = Suite("filter_follow")
-    run(t, HUB_BIN, "sanitizer")
-    if os.path.exists(RELEASE_HUB):
-        run(t, RELEASE_HUB, "release")
-    else:
-        print("note: no release build at %s: its half is skipped (make test builds it)"
-              % RELEASE_HUB, flush=True)
+    each_build(lambda label, binary: run(t, binary, label))
     sys.exit(t.finish())
 
 

@@ -30,7 +30,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import HUB_BIN, ROOT, Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
+from harness import HUB_BIN, ROOT, Double, Hub, Suite, free_port, get, proxy_json, wait_for  # noqa: E402
 from serving_cert import secure_flags  # noqa: E402
 from watch_stream import open_watch, read_events  # noqa: E402
 
@@ -67,14 +67,6 @@ def env_host(p):
     return p["spec"]["containers"][0]["env"][0]["value"]
 
 
-def hub_list(hub, path, ua):
-    s, h, body = get("127.0.0.1", hub.proxy_port, path, headers={"User-Agent": ua})
-    try:
-        return s, json.loads(body)
-    except ValueError:
-        return s, body
-
-
 def cloud_items(double, path):
     s, _, body = get("127.0.0.1", double.port, path, headers={"User-Agent": KUBELET})
     return {i["metadata"]["name"]: i for i in json.loads(body)["items"]}
@@ -99,7 +91,7 @@ def test_odd_list(t, double, hub, tag):
     odd = [n for n in cloud if n.startswith("odd")]
     before = unparsable(hub) or 0
     for rnd in range(3):
-        s, body = hub_list(hub, NODE_PODS, KUBELET)
+        s, body = proxy_json(hub, NODE_PODS, KUBELET)
         whole = s == 200 and isinstance(body, dict) and body.get("kind") == "PodList"
         t.check("%s list %d: kubelet's pod list with odd pods is whole, valid JSON" % (tag, rnd),
                 whole, "%s %r" % (s, body[:300] if isinstance(body, bytes) else ""))
@@ -122,13 +114,13 @@ def test_odd_list(t, double, hub, tag):
             len(lines) == len(odd) and sum("default/odd-type" in ln for ln in lines) == 1,
             "\n".join(lines))
     # a get of one passes as it came too
-    s, body = hub_list(hub, "/api/v1/namespaces/default/pods/odd-type", KUBELET)
+    s, body = proxy_json(hub, "/api/v1/namespaces/default/pods/odd-type", KUBELET)
     t.check("%s: a get of an odd pod answers it as it came" % tag,
             s == 200 and body == cloud["odd-type"], "%s %r" % (s, body))
 
 
 def test_odd_watch(t, double, hub, tag):
-    s, body = hub_list(hub, NODE_PODS, KUBELET)
+    s, body = proxy_json(hub, NODE_PODS, KUBELET)
     rv = body["metadata"]["resourceVersion"]
     before = unparsable(hub)
     logged = len(odd_log_lines(hub))
@@ -181,7 +173,7 @@ def test_odd_mux(t, double, hub, tag):
     got = {}
 
     def listed():
-        s, body = hub_list(hub, "/api/v1/services", KUBE_PROXY)
+        s, body = proxy_json(hub, "/api/v1/services", KUBE_PROXY)
         got.clear()
         got.update({i["metadata"]["name"]: i for i in body["items"]})
         return name in got
@@ -204,17 +196,17 @@ def test_port_not_serving(t, double, binary, tag):
               name="hub-noport-" + tag, binary=binary)
     t.cleanups.append(hub.stop)
     for _ in range(2):
-        s, body = hub_list(hub, "/api/v1/services", KUBELET)
+        s, body = proxy_json(hub, "/api/v1/services", KUBELET)
         svcs = {(i["metadata"]["namespace"], i["metadata"]["name"]): i for i in body["items"]}
     k = svcs[("default", "kubernetes")]["spec"]
     t.check("%s no certificate: kubelet's kubernetes Service is the cloud's" % tag,
             k["clusterIP"] == "10.96.0.1" and k["ports"][0]["port"] != port, repr(k))
-    s, body = hub_list(hub, "/apis/discovery.k8s.io/v1/endpointslices", KUBE_PROXY)
+    s, body = proxy_json(hub, "/apis/discovery.k8s.io/v1/endpointslices", KUBE_PROXY)
     sl = {(i["metadata"]["namespace"], i["metadata"]["name"]): i for i in body["items"]}
     t.check("%s no certificate: kube-proxy's kubernetes slice is the cloud's" % tag,
             sl[("default", "kubernetes")]["endpoints"][0]["addresses"] == ["127.0.0.1"],
             repr(sl[("default", "kubernetes")]))
-    s, body = hub_list(hub, NODE_PODS, KUBELET)
+    s, body = proxy_json(hub, NODE_PODS, KUBELET)
     good = [i for i in body["items"] if i["metadata"]["name"] == "good-0"]
     t.check("%s no certificate: pods' KUBERNETES_SERVICE_HOST is the cloud's" % tag,
             good and env_host(good[0]) == CLOUD_HOST, repr(good)[:300])
@@ -230,7 +222,7 @@ def test_port_not_serving(t, double, binary, tag):
 
 
 def test_port_serving(t, double, hub, tag):
-    s, body = hub_list(hub, "/api/v1/services", KUBELET)
+    s, body = proxy_json(hub, "/api/v1/services", KUBELET)
     svcs = {(i["metadata"]["namespace"], i["metadata"]["name"]): i for i in body["items"]}
     k = svcs[("default", "kubernetes")]["spec"]
     https = [p for p in k["ports"] if p.get("name") == "https"]
@@ -295,7 +287,7 @@ def test_certificate_arrives(t, binary, tag):
     t.cleanups.append(hub.stop)
 
     def kube_ip():
-        s, body = hub_list(hub, "/api/v1/services", KUBELET)
+        s, body = proxy_json(hub, "/api/v1/services", KUBELET)
         for i in body["items"]:
             if (i["metadata"]["namespace"], i["metadata"]["name"]) == ("default", "kubernetes"):
                 return i["spec"]["clusterIP"]

@@ -34,13 +34,11 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import HUB_BIN, ROOT, Double, Hub, Suite, wait_for  # noqa: E402
+from harness import Double, Hub, Suite, each_build, wait_for  # noqa: E402
 from test_filters import (KUBE_PROXY, KUBE_PROXY_ACCEPT, endpoints_for, secure,  # noqa: E402
                           endpoints_nodes, hub_json, items, service, slice_for, slice_nodes)
 from watch_stream import open_watch, read_events  # noqa: E402
 
-RELEASE = os.environ.get("YURTHUB_RELEASE_BUILD") or os.path.join(ROOT, "build")
-RELEASE_HUB = os.path.join(RELEASE, "src", "yurthub")
 
 EPS = [("10.244.0.5", "node1"), ("10.244.1.5", "node2"), ("10.244.9.5", "node-x")]
 HOSTNAME, NODEPOOL = "kubernetes.io/hostname", "openyurt.io/nodepool"
@@ -251,12 +249,7 @@ def main():
     double.put_object({"apiVersion": "v1", "kind": "ConfigMap",
                        "metadata": {"name": "kube-proxy", "namespace": "kube-system"},
                        "data": {"config.conf": PROXY_CONF}})
-    run_binary(t, double, "sanitizer", HUB_BIN)
-    if os.path.exists(RELEASE_HUB):
-        run_binary(t, double, "release", RELEASE_HUB)
-    else:
-        print("note: no release build at %s: its half is skipped (make test builds it)"
-              % RELEASE_HUB, flush=True)
+    each_build(lambda label, binary: run_binary(t, double, label, binary))
     sys.exit(t.finish())
 
 

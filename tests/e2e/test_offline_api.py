@@ -14,26 +14,17 @@ the same status and words, and never claims what it cannot know.
 - A label selector that does not parse is a 400 in the API server's words.
 """
 
-import json
 import os
 import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from clients import PyWatch, missing  # noqa: E402
-from harness import Double, Hub, Suite, get, kubectl, wait_for  # noqa: E402
+from harness import Double, Hub, Suite, kubectl, proxy_json, wait_for  # noqa: E402
 from watch_stream import open_watch, read_events  # noqa: E402
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 MINE = "/api/v1/pods?fieldSelector=" + urllib.parse.quote("spec.nodeName=node1", safe="")
-
-
-def hub_get(hub, path, ua=KUBELET):
-    s, _, body = get("127.0.0.1", hub.proxy_port, path, headers={"User-Agent": ua})
-    try:
-        return s, json.loads(body)
-    except ValueError:
-        return s, body
 
 
 def go_offline(double, hub):
@@ -91,17 +82,17 @@ def test_python_client_sees_410(t, double, hub, view_rv, online):
 def test_field_labels(t, double, hub, online):
     where = "online" if online else "offline"
     path = "/api/v1/pods?fieldSelector=" + urllib.parse.quote("spec.foo=x", safe="")
-    s, body = hub_get(hub, path)
+    s, body = proxy_json(hub, path, KUBELET)
     t.check("%s: pods by spec.foo: 400 field label not supported" % where,
             s == 400 and isinstance(body, dict) and body.get("reason") == "BadRequest" and
             body.get("message") == "field label not supported: spec.foo", "%s %r" % (s, body))
-    s, body = hub_get(hub, "/api/v1/configmaps?fieldSelector=" +
-                      urllib.parse.quote("data.x=y", safe=""))
+    s, body = proxy_json(hub, "/api/v1/configmaps?fieldSelector=" +
+                         urllib.parse.quote("data.x=y", safe=""), KUBELET)
     t.check("%s: configmaps by data.x: 400 not a known field selector" % where,
             s == 400 and isinstance(body, dict) and body.get("message") ==
             '"data.x" is not a known field selector: only "metadata.name", "metadata.namespace"',
             "%s %r" % (s, body))
-    s, body = hub_get(hub, MINE)
+    s, body = proxy_json(hub, MINE, KUBELET)
     t.check("%s: spec.nodeName is fine" % where, s == 200, "%s %r" % (s, str(body)[:200]))
     rc, out, err = kubectl(hub.url, "get", "pods", "-A", "--field-selector", "spec.foo=x")
     t.check("%s: kubectl --field-selector spec.foo=x fails with the API server's words" % where,
@@ -109,7 +100,8 @@ def test_field_labels(t, double, hub, online):
 
 
 def test_label_selector_words(t, hub):
-    s, body = hub_get(hub, "/api/v1/pods?labelSelector=" + urllib.parse.quote("a in (b", safe=""))
+    s, body = proxy_json(hub, "/api/v1/pods?labelSelector=" + urllib.parse.quote("a in (b", safe=""),
+                         KUBELET)
     t.check("offline: a label selector that does not parse: 400 in the API server's words",
             s == 400 and isinstance(body, dict) and body.get("message") ==
             "unable to parse requirement: found '', expected: ',' or ')'", "%s %r" % (s, body))
@@ -121,9 +113,9 @@ def main():
     t.cleanups.append(double.stop)
     hub = Hub(t.workdir, [double.url], node="node1")
     t.cleanups.append(hub.stop)
-    s, body = hub_get(hub, MINE)
+    s, body = proxy_json(hub, MINE, KUBELET)
     view_rv = int(body["metadata"]["resourceVersion"])
-    hub_get(hub, "/api/v1/configmaps")
+    proxy_json(hub, "/api/v1/configmaps", KUBELET)
     t.run(test_field_labels, double, hub, True)
     double.control("POST", "/compact")
     t.run(test_python_client_sees_410, double, hub, view_rv, True)

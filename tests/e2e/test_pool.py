@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
 from test_multiplexer import SERVICES, SLICES, names, service, slice_for  # noqa: E402
-from watch_stream import open_watch, read_events  # noqa: E402
+from watch_stream import open_watch, read_events, read_head  # noqa: E402
 from test_client_certs import make_client  # noqa: E402
 
 TOKEN = "abcdef.0123456789abcdef"
@@ -128,13 +128,7 @@ def mux_watch(pool, path, cert):
                            server_hostname=NODES[LEADER])
     sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nUser-Agent: multiplexer-proxy-node3\r\n"
                   "Accept: application/json\r\n\r\n" % path).encode())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        b = sock.recv(65536)
-        if not b:
-            break
-        data += b
-    head, _, rest = data.partition(b"\r\n\r\n")
+    head, rest = read_head(sock)
     return sock, head, rest
 
 

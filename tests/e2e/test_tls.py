@@ -16,6 +16,7 @@ import http.client
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Double, Hub, Suite, free_port, get, wait_for  # noqa: E402
+from watch_stream import read_head  # noqa: E402
 
 
 def openssl(*args, cwd):
@@ -135,13 +136,7 @@ def upgrade_over_tls(t, double, port, p):
     sock.sendall(b"POST /api/v1/namespaces/default/pods/tls-exec/exec?command=cat HTTP/1.1\r\n"
                  b"Host: x\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n"
                  b"Content-Length: 0\r\n\r\n")
-    data = b""
-    while b"\r\n\r\n" not in data:
-        more = sock.recv(65536)
-        if not more:
-            break
-        data += more
-    head, _, rest = data.partition(b"\r\n\r\n")
+    head, rest = read_head(sock)
     t.check("an exec upgrade on the secure port to a TLS cloud: 101",
             head.startswith(b"HTTP/1.1 101"), head[:200])
     payload = b"over TLS, both ways\n" * 1000

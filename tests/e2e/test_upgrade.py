@@ -25,6 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Double, Hub, Suite, get, kubectl, wait_for  # noqa: E402
+from watch_stream import read_head  # noqa: E402
 
 POD = "exec-target"
 EXEC = "/api/v1/namespaces/default/pods/%s/exec?command=cat&stdin=true&stdout=true" % POD
@@ -47,13 +48,7 @@ def spdy_open(port, path=EXEC, early=b""):
               b"X-Stream-Protocol-Version: v4.channel.k8s.io\r\n"
               b"X-Stream-Protocol-Version: channel.k8s.io\r\nContent-Length: 0\r\n\r\n"
               % path.encode() + early)
-    data = b""
-    while b"\r\n\r\n" not in data:
-        more = s.recv(65536)
-        if not more:
-            break
-        data += more
-    head, _, rest = data.partition(b"\r\n\r\n")
+    head, rest = read_head(s)
     lines = head.decode(errors="replace").split("\r\n")
     status = int(lines[0].split()[1]) if lines[0].startswith("HTTP/") else 0
     hdrs = {}

@@ -14,14 +14,21 @@ def open_watch(hub, path, ua):
     sock.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nUser-Agent: %s\r\nAccept: application/json"
                   "\r\n\r\n" % (path, ua)).encode())
     sock.settimeout(10)
+    head, rest = read_head(sock)
+    return sock, head, rest
+
+
+def read_head(sock):
+    """Read a raw HTTP response until its head has ended (or the peer
+    closed); (head without the blank line, bytes that came after it)."""
     data = b""
     while b"\r\n\r\n" not in data:
-        b = sock.recv(65536)
-        if not b:
+        more = sock.recv(65536)
+        if not more:
             break
-        data += b
+        data += more
     head, _, rest = data.partition(b"\r\n\r\n")
-    return sock, head, rest
+    return head, rest
 
 
 def read_events(sock, rest, until, timeout):
