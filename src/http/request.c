@@ -34,10 +34,7 @@ static bool token_char(unsigned char c)
 	       (c && strchr("!#$%&'*+-.^_`|~", c));
 }
 
-/* No control character but tab (RFC 9110's field-value), as Go's net/http
- * checks it: a CR, LF or NUL passed on would end the line or the string
- * somewhere else for the next parser on the way to the API server. */
-static bool field_value_ok(const char *v)
+bool request_field_value_ok(const char *v)
 {
 	for (; *v; v++)
 		if (((unsigned char)*v < 0x20 && *v != '\t') || *v == 0x7f)
@@ -65,7 +62,7 @@ static int check_header(void *ctx, const char *name, const char *value)
 		*why = strdup("invalid header field name: a name is a token (letters, digits and "
 			      "!#$%&'*+-.^_`|~), without a control character (CR, LF, NUL...), "
 			      "space or colon");
-	else if (!field_value_ok(value))
+	else if (!request_field_value_ok(value))
 		*why = str_printf("invalid header field value for %s: a value may hold no control "
 				  "character (CR, LF, NUL...) but tab",
 				  name);

@@ -67,6 +67,11 @@ const char *request_header(const struct request *req, const char *name);
  * -1 is returned). */
 int request_each_header(const struct request *req,
 			int (*fn)(void *ctx, const char *name, const char *value), void *ctx);
+/* Whether v may be an HTTP field value: no control character but tab
+ * (RFC 9110), as Go's net/http checks it.  A CR, LF or NUL passed on would
+ * end the line or the string somewhere else for the next parser on the way
+ * to the API server. */
+bool request_field_value_ok(const char *v);
 /* The client socket, to notice a client that went away while its request
  * waits; -1 when unknown. */
 int request_client_fd(const struct request *req);

@@ -58,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "http/request.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 
@@ -239,17 +240,10 @@ void outbox_record_free(struct outbox_record *r)
 	memset(r, 0, sizeof *r);
 }
 
-/* Sent as it is, s must stay one line of the request: a record is written
- * by outbox_add from what a client sent, so a control byte here is damage
- * from outside, and a CR or LF would add header lines of its own. */
-static bool one_line(const char *s, bool tab_ok)
-{
-	for (; *s; s++)
-		if (((unsigned char)*s < 0x20 && !(tab_ok && *s == '\t')) || *s == 0x7f)
-			return false;
-	return true;
-}
-
+/* The uri and the content type are sent as they are, so each must stay one
+ * line of the request (and the uri one word of it): a record is written by
+ * outbox_add from what a client sent, so a control byte here is damage from
+ * outside, and a CR or LF would add header lines of its own. */
 int outbox_record_decode(const char *text, size_t len, struct outbox_record *out)
 {
 	memset(out, 0, sizeof *out);
@@ -258,8 +252,8 @@ int outbox_record_decode(const char *text, size_t len, struct outbox_record *out
 	const char *ct = json_string_value(json_object_get(rec, "contentType"));
 	json_t *body = json_object_get(rec, "body");
 	int rc = -1;
-	if (uri && ct && json_is_string(body) && uri[0] == '/' && !strchr(uri, ' ') &&
-	    one_line(uri, false) && one_line(ct, true)) {
+	if (uri && ct && json_is_string(body) && uri[0] == '/' && !strpbrk(uri, " \t") &&
+	    request_field_value_ok(uri) && request_field_value_ok(ct)) {
 		out->uri = strdup(uri);
 		out->content_type = strdup(ct);
 		out->body_len = json_string_length(body);
