@@ -273,25 +273,6 @@ static int local_get(struct proxy *p, struct request *req)
 
 /* ---- writes ---- */
 
-/* JWTs use base64url without padding.  0 or -1. */
-static int append_b64url(struct buf *out, const void *data, size_t len)
-{
-	size_t start = out->len;
-	if (base64_encode(data, len, out) < 0)
-		return -1;
-	size_t w = start;
-	for (size_t r = start; r < out->len; r++) {
-		char ch = out->data[r];
-		if (ch == '=')
-			continue;
-		out->data[w++] = ch == '+' ? '-' : ch == '/' ? '_' : ch;
-	}
-	out->len = w;
-	if (out->data)
-		out->data[w] = '\0';
-	return 0;
-}
-
 int local_json_string(struct buf *out, const char *s)
 {
 	struct buf utf8 = BUF_INIT;
@@ -319,14 +300,14 @@ static int offline_token(struct buf *token, const char *ns, const char *name, lo
 	struct buf claims = BUF_INIT;
 	int rc = local_token_claims(&claims, ns, name, exp);
 	rc = rc ? rc : buf_append_str(token, "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.");
-	rc = rc ? rc : append_b64url(token, claims.data, claims.len);
+	rc = rc ? rc : base64url_encode(claims.data, claims.len, token);
 	unsigned char mac[32];
 	const char key[] = "yurthub-offline";
 	if (rc == 0 && gnutls_hmac_fast(GNUTLS_MAC_SHA256, key, sizeof key - 1, token->data,
 					token->len, mac) < 0)
 		rc = -1;
 	rc = rc ? rc : buf_append_char(token, '.');
-	rc = rc ? rc : append_b64url(token, mac, sizeof mac);
+	rc = rc ? rc : base64url_encode(mac, sizeof mac, token);
 	buf_free(&claims);
 	return rc;
 }
