@@ -68,6 +68,14 @@ static int cannot_clause(struct buf *out, const struct request_info *ri)
 	return rc ? rc : buf_append_str(out, "at the cluster scope");
 }
 
+int offline_authz_forbidden_message(struct buf *out, const struct request_info *ri,
+				    const char *user)
+{
+	int rc = forbidden_head(out, ri, ri->name);
+	rc = rc ? rc : buf_printf(out, "User \"%s\" ", user);
+	return rc ? rc : cannot_clause(out, ri);
+}
+
 static void refuse_with(struct offline_refusal *why, int code, const char *reason, const char *name,
 			struct buf *msg, int rc)
 {
@@ -84,10 +92,10 @@ static void refuse_with(struct offline_refusal *why, int code, const char *reaso
 static void refuse_authz(const struct offline_write *w, struct offline_refusal *why,
 			 const char *reason)
 {
-	struct buf msg = BUF_INIT;
-	int rc = forbidden_head(&msg, w->ri, w->ri->name);
-	rc = rc ? rc : buf_printf(&msg, "User \"system:node:%s\" ", w->node);
-	rc = rc ? rc : cannot_clause(&msg, w->ri);
+	struct buf msg = BUF_INIT, user = BUF_INIT;
+	int rc = buf_printf(&user, "system:node:%s", w->node);
+	rc = rc ? rc : offline_authz_forbidden_message(&msg, w->ri, buf_cstr(&user));
+	buf_free(&user);
 	if (rc == 0 && reason)
 		rc = buf_printf(&msg, ": %s", reason);
 	refuse_with(why, 403, "Forbidden", w->ri->name, &msg, rc);

@@ -91,6 +91,13 @@ int offline_authz_update(const struct offline_write *w, enum offline_write_kind 
 			 const char *old, size_t old_len, struct buf *out,
 			 struct offline_refusal *why);
 
+/* The authorization filter's words for a request user may not make:
+ * `<resource> "<name>" is forbidden: User "<user>" cannot <verb> resource
+ * ... in the namespace "<ns>"` (or `at the cluster scope`), appended to
+ * out.  0 or -1. */
+int offline_authz_forbidden_message(struct buf *out, const struct request_info *ri,
+				    const char *user);
+
 /* Whether a kubelet may set, change or remove the Node label key, as
  * NodeRestriction decides. */
 bool offline_authz_node_label_ok(const char *key);

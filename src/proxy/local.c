@@ -217,18 +217,21 @@ static int find_object(struct proxy *p, struct request *req, struct buf *out, ch
 			   where);
 }
 
-/* A Status's details: {"name":...,["group":...,]"kind":...}; NULL on ENOMEM
- * (the Status goes without). */
-static const char *status_details(struct buf *out, const char *name, const char *group,
-				  const char *kind)
+const char *local_status_details(struct buf *out, const char *name, const char *group,
+				 const char *kind)
 {
-	int rc = buf_append_str(out, "{\"name\":");
-	rc = rc ? rc : local_json_string(out, name);
-	if (group) {
-		rc = rc ? rc : buf_append_str(out, ",\"group\":");
-		rc = rc ? rc : local_json_string(out, group);
+	int rc = buf_append_str(out, "{");
+	if (name) {
+		rc = rc ? rc : buf_append_str(out, "\"name\":");
+		rc = rc ? rc : local_json_string(out, name);
+		rc = rc ? rc : buf_append_str(out, ",");
 	}
-	rc = rc ? rc : buf_append_str(out, ",\"kind\":");
+	if (group) {
+		rc = rc ? rc : buf_append_str(out, "\"group\":");
+		rc = rc ? rc : local_json_string(out, group);
+		rc = rc ? rc : buf_append_str(out, ",");
+	}
+	rc = rc ? rc : buf_append_str(out, "\"kind\":");
 	rc = rc ? rc : local_json_string(out, kind);
 	rc = rc ? rc : buf_append_str(out, "}");
 	return rc ? NULL : out->data;
@@ -241,7 +244,7 @@ static int not_cached(struct request *req)
 		   req->ri.resource, req->ri.name);
 	int r = reply_status(
 	    req, 404, "NotFound", buf_cstr(&msg),
-	    status_details(&details, req->ri.name, req->ri.api_group, req->ri.resource));
+	    local_status_details(&details, req->ri.name, req->ri.api_group, req->ri.resource));
 	buf_free(&msg);
 	buf_free(&details);
 	return r;
@@ -323,9 +326,9 @@ static int refuse(struct request *req, const struct offline_refusal *why)
 			 req->raw_uri, req->component, msg);
 	struct buf details = BUF_INIT;
 	int r = reply_status(req, why->code, why->reason, msg,
-			     why->name ? status_details(&details, why->name,
-							*ri->api_group ? ri->api_group : NULL,
-							ri->resource)
+			     why->name ? local_status_details(&details, why->name,
+							      *ri->api_group ? ri->api_group : NULL,
+							      ri->resource)
 				       : NULL);
 	buf_free(&details);
 	return r;
@@ -607,7 +610,7 @@ int local_answer(struct proxy *p, struct request *req)
 		int r =
 		    reply_status(req, 403, "Forbidden",
 				 "delete request is not supported while the cloud is unreachable",
-				 status_details(&details, ri->name, NULL, ri->resource));
+				 local_status_details(&details, ri->name, NULL, ri->resource));
 		buf_free(&details);
 		return r;
 	}

@@ -79,6 +79,10 @@ void local_rewrite_free(struct proxy *p, struct rewrite *rw);
 
 /* The Status answers. */
 int local_status(struct request *req, int code, const char *message);
+/* A Status's details, {["name":...,]["group":...,]"kind":...}, written to
+ * out: out's text, or NULL on ENOMEM (the Status goes without). */
+const char *local_status_details(struct buf *out, const char *name, const char *group,
+				 const char *kind);
 
 /* A write of k at a claimed local rv failed: the journal follows what the
  * store holds (local_changes_write_failed). */

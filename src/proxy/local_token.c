@@ -21,8 +21,8 @@
 #include "http/response.h"
 #include "identity/sakeys.h"
 #include "kube/meta.h"
+#include "kube/offline_authz.h"
 #include "proxy/local.h"
-#include "proxy/local_internal.h"
 #include "proxy/proxy.h"
 #include "util/log.h"
 
@@ -165,30 +165,20 @@ static bool pod_mounts(json_t *pod, const char *name)
 static bool forbidden(struct request *req, const struct sa_token *t, int *rc)
 {
 	const struct request_info *ri = &req->ri;
-	struct buf msg = BUF_INIT, details = BUF_INIT;
-	const char *verb = request_info_verb(ri);
-	int e = buf_printf(&msg,
-			   "secrets%s%s%s is forbidden: User \"system:serviceaccount:%s:%s\" "
-			   "cannot %s resource \"secrets\" in API group \"\" ",
-			   *ri->name ? " \"" : "", ri->name, *ri->name ? "\"" : "", t->namespace,
-			   t->service_account, verb);
-	e = e ? e
-	      : (*ri->namespace ? buf_printf(&msg, "in the namespace \"%s\"", ri->namespace)
-				: buf_append_str(&msg, "at the cluster scope"));
+	struct buf msg = BUF_INIT, user = BUF_INIT, details = BUF_INIT;
+	int e = buf_printf(&user, "system:serviceaccount:%s:%s", t->namespace, t->service_account);
+	e = e ? e : offline_authz_forbidden_message(&msg, ri, buf_cstr(&user));
 	e = e ? e
 	      : buf_append_str(&msg, ": while the cloud is unreachable, a pod's token reads only "
 				     "the Secrets its pod mounts, by name");
-	e = e ? e : buf_append_str(&details, "{");
-	if (*ri->name) {
-		e = e ? e : buf_append_str(&details, "\"name\":");
-		e = e ? e : local_json_string(&details, ri->name);
-		e = e ? e : buf_append_str(&details, ",");
-	}
-	e = e ? e : buf_append_str(&details, "\"kind\":\"secrets\"}");
 	log_v(2, "offline: %s %s: a pod's token may not read that Secret", ri->method,
 	      req->raw_uri);
-	*rc = e ? -1 : reply_status(req, 403, "Forbidden", msg.data, details.data);
+	*rc = e ? -1
+		: reply_status(
+		      req, 403, "Forbidden", msg.data,
+		      local_status_details(&details, *ri->name ? ri->name : NULL, NULL, "secrets"));
 	buf_free(&msg);
+	buf_free(&user);
 	buf_free(&details);
 	return true;
 }
