@@ -3260,8 +3260,15 @@ class ApiHandler(BaseHTTPRequestHandler):
                                    ("Sec-WebSocket-Protocol", proto)])
         if sub == "portforward":
             return self._ws_loop(lambda op, data: [(op, data)])
-        cmd = parse_qs(urlsplit(self.path).query).get("command", [])
+        query = parse_qs(urlsplit(self.path).query)
+        cmd = query.get("command", [])
         if cmd[:1] == ["echo"]:
+            # client-go creates its streams after the handshake and drops what
+            # arrives before them ("Unknown stream id"), so with stdin open the
+            # output waits for the client's first stdin message: by then every
+            # stream of the client exists.
+            if query.get("stdin", [""])[0] == "true" and ws_read_message(self.rfile) is None:
+                return
             self.wfile.write(ws_frame(WS_BINARY, b"\x01" + " ".join(cmd[1:]).encode() + b"\n"))
             return self._ws_finish()
         return self._ws_loop(lambda op, data: self._exec_cat(proto, data))
