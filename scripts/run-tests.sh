@@ -25,7 +25,7 @@ tests/contract_disk
 tests/crash_test
 tests/fault/test_order_check tests/fault/test_write_order tests/fault/test_disk_faults_inject
 tests/fault/test_cache_faults
-tests/test_etcd_client tests/contract_etcd tests/test_etcd_store tests/test_etcd_pool tests/etcd_crash
+tests/test_etcd_client tests/contract_etcd tests/test_etcd_store tests/test_etcd_pool tests/test_etcd_abandoned tests/etcd_crash
 py:scripts/check_layers.py
 script:tests/cli/test_cli.sh
 script:tests/pkg/test_install.sh

@@ -22,6 +22,14 @@
 /* The etcd store's tombstones and stray holdings; also the age at which
  * tombstones go. */
 #define ETCD_GC_INTERVAL_S 600
+/* Lists that ended without their commit (the hub killed mid-list, etcd
+ * gone): this node's are rolled back soon after start and within this
+ * interval of etcd taking writes again; another node's once its record
+ * was not refreshed for ETCD_ABANDONED_S (its hub refreshes it every 30 s
+ * while the list streams in: ten minutes is a hub that is gone). */
+#define ETCD_RECOVER_FIRST_S	1
+#define ETCD_RECOVER_INTERVAL_S 15
+#define ETCD_ABANDONED_S	600
 
 struct housekeeping {
 	pthread_t thread;
@@ -57,6 +65,14 @@ static void etcd_gc(struct housekeeping *k)
 		log_warn("etcd store housekeeping failed; tried again in %d s", ETCD_GC_INTERVAL_S);
 	else if (n > 0)
 		log_info("etcd store housekeeping: %ld stale records removed", n);
+}
+
+static void etcd_recover(struct housekeeping *k)
+{
+	long n = etcd_store_recover(k->store, ETCD_ABANDONED_S);
+	if (n > 0)
+		log_info("etcd store: %ld unfinished list%s rolled back", n, n == 1 ? "" : "s");
+	/* a failure is etcd away: already seen by every other store call */
 }
 
 /* Memory the allocator keeps after a burst (a hundred watches' initial
@@ -107,6 +123,7 @@ static void *housekeeping_main(void *arg)
 	struct chore chores[] = {
 	    {count_objects, COUNT_FIRST_S, COUNT_INTERVAL_S, false, {0, 0}},
 	    {etcd_gc, ETCD_GC_INTERVAL_S, ETCD_GC_INTERVAL_S, true, {0, 0}},
+	    {etcd_recover, ETCD_RECOVER_FIRST_S, ETCD_RECOVER_INTERVAL_S, true, {0, 0}},
 	    {trim_memory, TRIM_INTERVAL_S, TRIM_INTERVAL_S, false, {0, 0}},
 	    {run_extra, COUNT_FIRST_S, EXTRA_INTERVAL_S, false, {0, 0}},
 	};

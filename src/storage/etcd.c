@@ -988,6 +988,7 @@ static void es_close(struct store *s)
 	struct etcd_store *es = es_of(s);
 	if (!es)
 		return;
+	er_inflight_fini(es);
 	etcd_client_free(es->c);
 	free(es->prefix);
 	free(es->side);
@@ -1068,7 +1069,8 @@ struct store *etcd_store_open(const struct etcd_store_config *cfg, char **err)
 	struct buf side = BUF_INIT;
 	if (!es->prefix) {
 		*err = errorf("etcd store: --etcd-prefix must be an absolute path", cfg->prefix);
-	} else if (!es->node || buf_printf(&side, "/yurthub%s", es->prefix) < 0) {
+	} else if (!es->node || buf_printf(&side, "/yurthub%s", es->prefix) < 0 ||
+		   er_inflight_init(es) < 0) {
 		*err = errorf("etcd store: out of memory", NULL);
 	} else {
 		es->side = buf_steal(&side);

@@ -38,9 +38,20 @@ void etcd_store_stats(struct store *s, struct etcd_store_stats *out);
  * removed, or -1. */
 long etcd_store_gc(struct store *s, long tombstone_age_s);
 
-/* Check every record under the prefix (all nodes): holdings, their S/m
- * records and the objects agree.  fn, when set, is told of each problem.
- * Returns the number of problems, or -1 when etcd could not be read. */
+/* Roll back the replaces that ended without their commit (a hub killed, or
+ * etcd gone, in the middle of a list of more than one Txn): this node's
+ * at once (its previous run's, or its own that failed), another node's
+ * once its record was not refreshed for abandoned_after_s seconds.  Their
+ * holdings lose the view's id (docs/etcd-store.md).  Returns how many
+ * were rolled back, or -1 when etcd failed (tried again at the next call). */
+long etcd_store_recover(struct store *s, long abandoned_after_s);
+
+/* Check every record under the prefix (all nodes), as they were at one
+ * revision: holdings, their S/m records and the objects agree.  fn, when
+ * set, is told of each problem, and of each replace in flight or
+ * abandoned ("replace in progress by node X since T ..."), whose holdings
+ * are not problems.  Returns the number of problems, or -1 when etcd could
+ * not be read. */
 typedef void (*etcd_verify_fn)(void *ctx, const char *problem, const char *key);
 long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx);
 

@@ -18,6 +18,7 @@
  *   S/v/<node>/<component>/<resource dir>    the component's view set
  *   S/c/<node>/<component>                   the component has records
  *   S/ci<url path>                           cluster info
+ *   S/r/<node>/<instance>-<seq>              a replace in flight (etcd_inflight.c)
  *
  * An object, its S/m record and its S/h records change only together, in
  * one Txn guarded by the S/m record's mod_revision as it was read (see
@@ -26,6 +27,7 @@
 #ifndef YURTHUB_STORAGE_ETCD_INTERNAL_H
 #define YURTHUB_STORAGE_ETCD_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +35,7 @@
 #include "etcd/client.h"
 #include "storage/etcd.h"
 #include "storage/view.h"
+#include "util/strmap.h"
 
 #define ER_BATCH	 40	    /* objects per write Txn: 3 ops each, +2, under 128 */
 #define ER_READS_MAX	 120	    /* range ops in one read-only Txn */
@@ -48,6 +51,14 @@ struct etcd_store {
 	char *side;   /* "/yurthub/registry" */
 	char *node;
 	atomic_ulong txns, read_txns, retries, splits;
+	/* replaces in flight in this process (etcd_inflight.c) */
+	char instance[17]; /* names this run in its replace records */
+	atomic_ullong inflight_seq;
+	bool inflight_ready;
+	pthread_mutex_t inflight_mu;
+	pthread_cond_t inflight_cv;
+	struct strmap views_busy;   /* "<component> <view id>": replaces, rollback */
+	struct strmap live_records; /* the S/r keys of this run's replaces */
 };
 
 static inline struct etcd_store *es_of(struct store *s)
@@ -216,6 +227,9 @@ const char *er_key_rest(const struct etcd_kv *kv, const char *prefix, size_t ple
 typedef int (*er_kv_fn)(void *ctx, const struct etcd_kv *kv);
 enum etcd_err er_range_each(struct etcd_client *c, const char *prefix, size_t len, bool keys_only,
 			    er_kv_fn fn, void *ctx);
+/* The same, as etcd was at revision (0: now). */
+enum etcd_err er_range_each_at(struct etcd_client *c, const char *prefix, size_t len,
+			       bool keys_only, int64_t revision, er_kv_fn fn, void *ctx);
 
 /* The object keys (node, component) holds under objprefix (which may be
  * ""), in key order; a list of malloc'ed strings. */
@@ -231,6 +245,63 @@ enum etcd_err er_held_keys(struct etcd_store *es, const char *component, const c
 /* The id of a view (view_rec_id), as holdings name it.  STORE_OK, or the
  * view's error (a bad selector or name). */
 enum store_err er_view_id(const struct store_view *view, char id[VIEW_ID_LEN + 1]);
+
+/* Plan: the holding loses reason, as er_plan_drop_reason; when none is
+ * left and nobody else holds the object, it goes without a tombstone (a
+ * rollback of a list that did not finish: its copy is true in the cloud,
+ * and a tombstone would refuse it at the next list). */
+void er_plan_withdraw(struct etcd_store *es, struct er_plan *p, const char *component,
+		      const char *objkey, const struct er_target *t, const char *reason);
+
+/* ---- replaces in flight (etcd_inflight.c) ---- */
+
+#define ER_INFLIGHT_REFRESH_S 30 /* a record's "alive" time is kept this fresh */
+
+/* What a rollback of a replace needs. */
+struct er_inflight_view {
+	char *component;
+	char *id;     /* the view's id in holdings */
+	char *resdir; /* its S/v record's resource directory */
+	char *root;   /* its collection: the object keys it covers */
+};
+
+/* A replace's registration, and its record once written. */
+struct er_inflight {
+	char *slot; /* in views_busy */
+	char *key;  /* S/r/<node>/<instance>-<seq>, once written */
+	long long since, alive;
+};
+
+/* A record as read. */
+struct er_inflight_record {
+	char *node, *instance;
+	struct er_inflight_view v;
+	long long since, alive;
+	int64_t mod;
+};
+
+int er_inflight_init(struct etcd_store *es);
+void er_inflight_fini(struct etcd_store *es);
+/* Register a replace of the component's view (waiting while that view's
+ * abandoned holdings are rolled back). */
+enum store_err er_inflight_enter(struct etcd_store *es, struct er_inflight *f,
+				 const char *component, const char *id);
+/* Before a step that is not the replace's last: write the record, or
+ * refresh it when older than ER_INFLIGHT_REFRESH_S. */
+enum etcd_err er_inflight_mark(struct etcd_store *es, struct er_inflight *f,
+			       const struct er_inflight_view *v);
+/* Plan the record's deletion in the commit's last Txn. */
+void er_inflight_plan_done(struct er_plan *p, const struct er_inflight *f);
+/* The replace is over: not committed, its holdings are rolled back and its
+ * record deleted (left for etcd_store_recover when etcd fails). */
+void er_inflight_leave(struct etcd_store *es, struct er_inflight *f,
+		       const struct er_inflight_view *v, bool committed);
+/* Every holding of the view's component in its collection loses the view's
+ * id, unless the view exists (its membership explains the id). */
+enum etcd_err er_inflight_rollback(struct etcd_store *es, const struct er_inflight_view *v);
+/* An S/r record (side_len: strlen(es->side)); 0, or -1 when unreadable. */
+int er_inflight_parse(const struct etcd_kv *kv, size_t side_len, struct er_inflight_record *out);
+void er_inflight_record_free(struct er_inflight_record *r);
 
 /* The replace session (etcd_replace.c). */
 enum store_err er_replace_begin(struct store *s, const struct store_view *view,

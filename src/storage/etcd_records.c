@@ -705,6 +705,31 @@ void er_plan_drop_reason(struct etcd_store *es, struct er_plan *p, const char *c
 	plan_reasons(es, p, component, objkey, t, er_reasons_without(t->hold.reasons, reason));
 }
 
+void er_plan_withdraw(struct etcd_store *es, struct er_plan *p, const char *component,
+		      const char *objkey, const struct er_target *t, const char *reason)
+{
+	const struct er_meta *m = &t->meta;
+	if (!m->ours || m->nholders > 1 || !t->hold.present) {
+		er_plan_drop_reason(es, p, component, objkey, t, reason);
+		return;
+	}
+	char *reasons = er_reasons_without(t->hold.reasons, reason);
+	if (!reasons) {
+		p->oom = true;
+		return;
+	}
+	bool last = !*reasons;
+	free(reasons);
+	if (!last) {
+		er_plan_drop_reason(es, p, component, objkey, t, reason);
+		return;
+	}
+	plan_guard(p, t);
+	er_plan_delete(p, objkey);
+	er_plan_delete(p, m->key);
+	er_plan_delete(p, t->hold.key);
+}
+
 /* ---- a list that lacked an object ---- */
 
 /* The namespace of an object key under a resource root ("" when none);
@@ -833,13 +858,19 @@ int er_keys_add(struct er_keys *k, const char *s, size_t len)
 enum etcd_err er_range_each(struct etcd_client *c, const char *prefix, size_t len, bool keys_only,
 			    er_kv_fn fn, void *ctx)
 {
+	return er_range_each_at(c, prefix, len, keys_only, 0, fn, ctx);
+}
+
+enum etcd_err er_range_each_at(struct etcd_client *c, const char *prefix, size_t len,
+			       bool keys_only, int64_t revision, er_kv_fn fn, void *ctx)
+{
 	struct buf from = BUF_INIT, end = BUF_INIT;
 	enum etcd_err e = ETCD_NOMEM;
 	if (buf_append(&from, prefix, len) == 0 && etcd_prefix_end(prefix, len, &end) == 0)
 		e = ETCD_OK;
 	bool more = e == ETCD_OK;
 	while (more) {
-		struct etcd_range_opts o = {end.data, end.len, 1000, 0, keys_only, false};
+		struct etcd_range_opts o = {end.data, end.len, 1000, revision, keys_only, false};
 		struct etcd_range_result r;
 		if ((e = etcd_range(c, from.data, from.len, &o, &r)) != ETCD_OK)
 			break;

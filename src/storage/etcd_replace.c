@@ -18,8 +18,11 @@
  * lists, the common case), all of it is that one Txn.
  *
  * Every step is whole on its own, so a crash between steps leaves objects
- * at real resourceVersions with complete records; the next list finishes
- * the job (docs/etcd-store.md).
+ * at real resourceVersions with complete records.  A replace of more than
+ * one Txn writes a record of itself before its first step, deleted by its
+ * last: one that ends without its commit (an abort, a failure, a crash) is
+ * rolled back, by itself or later by etcd_store_recover (etcd_inflight.c,
+ * docs/etcd-store.md).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -77,6 +80,10 @@ struct er_replace {
 	size_t npending, cap_pending, pending_bytes;
 	struct writers w;
 	bool writing; /* the writer threads run */
+	char *resdir;
+	struct er_inflight flight;
+	struct er_inflight_view fv; /* the strings above, not owned */
+	bool committed;
 };
 
 static void batch_free(struct batch *b)
@@ -108,6 +115,7 @@ static void pending_clear(struct er_replace *r)
 static void replace_free(struct er_replace *r)
 {
 	writers_stop(r);
+	er_inflight_leave(r->es, &r->flight, &r->fv, r->committed);
 	pending_clear(r);
 	free(r->pending);
 	strmap_free(&r->listed);
@@ -118,6 +126,7 @@ static void replace_free(struct er_replace *r)
 	free(r->resource);
 	free(r->views_key);
 	free(r->root);
+	free(r->resdir);
 	free(r);
 }
 
@@ -187,6 +196,8 @@ static enum etcd_err step_try(struct er_replace *r, const struct step *st, struc
 		er_plan_vanished(es, &p, r->component, st->rule, &t[i]);
 	if (e == ETCD_OK && st->view && plan_view(r, &p, st->view, &view) < 0)
 		e = ETCD_NOMEM;
+	if (e == ETCD_OK && st->view)
+		er_inflight_plan_done(&p, &r->flight);
 	if (e == ETCD_OK && (held || st->view))
 		er_plan_put(&p, er_plan_keep(&p, er_registry_key(es, r->component)), "", 0);
 	*ok = true;
@@ -421,7 +432,10 @@ enum store_err er_replace_begin(struct store *s, const struct store_view *view,
 				      !r->views_key || !r->root))
 			e = STORE_NOMEM;
 	}
-	free(resdir);
+	r->resdir = resdir;
+	r->fv = (struct er_inflight_view){r->component, r->id, r->resdir, r->root};
+	if (e == STORE_OK)
+		e = er_inflight_enter(es, &r->flight, r->component, r->id);
 	if (e != STORE_OK) {
 		replace_free(r);
 		return e;
@@ -484,6 +498,10 @@ enum store_err er_replace_add(struct store_replace *sr, const struct store_item 
 	r->pending_bytes += it->len;
 	if (r->npending < ER_BATCH && r->pending_bytes < ER_TXN_BYTES)
 		return STORE_OK;
+	/* not the last step: the record of the replace in flight comes first */
+	enum etcd_err me = er_inflight_mark(r->es, &r->flight, &r->fv);
+	if (me != ETCD_OK)
+		return er_fail(me);
 	if (r->writing || writers_start(r))
 		return er_fail(hand_off(r));
 	return flush(r);
@@ -648,7 +666,9 @@ static enum store_err commit(struct er_replace *r, uint64_t list_rv)
 		done = !too_big(e);
 	}
 	if (se == STORE_OK && !done) {
-		se = flush(r);
+		se = er_fail(er_inflight_mark(r->es, &r->flight, &r->fv));
+		if (se == STORE_OK)
+			se = flush(r);
 		if (se == STORE_OK)
 			se = er_release(r->es, r->component, gone.v, gone.n, &rule);
 		if (se == STORE_OK) {
@@ -667,6 +687,7 @@ enum store_err er_replace_commit(struct store_replace *sr, uint64_t list_rv)
 {
 	struct er_replace *r = (struct er_replace *)sr;
 	enum store_err e = commit(r, list_rv);
+	r->committed = e == STORE_OK;
 	replace_free(r);
 	return e;
 }

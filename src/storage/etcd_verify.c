@@ -7,10 +7,16 @@
  * explained by a reason: one of the holder's views (its membership), or the
  * holder's own reads and writes.  Reads the records of all nodes (keys, the
  * values of the small S/m, S/h and S/v records, and objects only for the
- * holdings an older version wrote without reasons).
+ * holdings an older version wrote without reasons).  All of it as etcd was
+ * at one revision, so that hubs writing meanwhile cannot make it disagree
+ * with itself.  A holding that a replace in flight (or abandoned, not yet
+ * rolled back: an S/r record, etcd_inflight.c) explains is not a problem;
+ * each such replace is reported apart.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "storage/etcd_internal.h"
 #include "storage/key.h"
@@ -46,10 +52,27 @@ static void keyset_free(struct keyset *k)
 	strmap_free(&k->map);
 }
 
+/* A replace in flight, as its S/r record says, and the holdings it
+ * explains. */
+struct inflight {
+	char *key;
+	struct er_inflight_record rec;
+	size_t holder_len; /* "<node>/<component>" */
+	long holdings;
+};
+
+struct inflights {
+	struct inflight *v;
+	size_t n, cap;
+	size_t side_len, plen; /* S, and S/r/ */
+};
+
 struct verify {
 	etcd_verify_fn fn;
 	void *ctx;
 	long problems;
+	int64_t revision; /* everything is read as it was then */
+	struct inflights inflight;
 };
 
 static void problem(struct verify *v, const char *what, const char *key)
@@ -142,6 +165,7 @@ struct known_views {
 	struct etcd_store *es;
 	const char *prefix; /* S/v/ */
 	size_t plen;
+	int64_t revision;
 };
 
 static void known_views_free(struct known_views *k)
@@ -224,7 +248,8 @@ static bool legacy_explained(const struct known_views *k, const char *holder, si
 			     const char *objkey)
 {
 	struct etcd_range_result r;
-	if (etcd_range(k->es->c, objkey, strlen(objkey), NULL, &r) != ETCD_OK)
+	struct etcd_range_opts o = {NULL, 0, 0, k->revision, false, false};
+	if (etcd_range(k->es->c, objkey, strlen(objkey), &o, &r) != ETCD_OK)
 		return true; /* cannot tell: not reported as a problem of the records */
 	bool yes = false;
 	for (size_t i = 0; i < k->n && !yes && r.n; i++) {
@@ -259,6 +284,84 @@ static bool reason_explains(const struct known_views *k, const char *holder, siz
 	return false;
 }
 
+static int inflight_scan(void *ctx, const struct etcd_kv *kv)
+{
+	struct inflights *f = ctx;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 8;
+		struct inflight *v = realloc(f->v, cap * sizeof *v);
+		if (!v)
+			return -1;
+		f->v = v;
+		f->cap = cap;
+	}
+	struct inflight *in = &f->v[f->n];
+	memset(in, 0, sizeof *in);
+	if (er_inflight_parse(kv, f->side_len, &in->rec) < 0)
+		return 0; /* unreadable: explains nothing */
+	in->key = strndup(kv->key, kv->key_len);
+	if (!in->key) {
+		er_inflight_record_free(&in->rec);
+		return -1;
+	}
+	in->holder_len = strlen(in->rec.node) + 1 + strlen(in->rec.v.component);
+	f->n++;
+	return 0;
+}
+
+static void inflights_free(struct inflights *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free(f->v[i].key);
+		er_inflight_record_free(&f->v[i].rec);
+	}
+	free(f->v);
+}
+
+/* A holding that carries the id of a view a replace in flight is writing,
+ * in that view's collection. */
+static bool inflight_explains(struct inflights *f, const char *holder, size_t hlen,
+			      const char *objkey, const char *reasons)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		struct inflight *in = &f->v[i];
+		size_t nl = strlen(in->rec.node);
+		if (in->holder_len != hlen || memcmp(holder, in->rec.node, nl) ||
+		    holder[nl] != '/' ||
+		    memcmp(holder + nl + 1, in->rec.v.component, hlen - nl - 1) ||
+		    strncmp(objkey, in->rec.v.root, strlen(in->rec.v.root)) ||
+		    !er_reasons_has(reasons, in->rec.v.id))
+			continue;
+		in->holdings++;
+		return true;
+	}
+	return false;
+}
+
+static void utc(long long t, char *out, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+	if (!gmtime_r(&tt, &tm) || !strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(out, size, "%lld", t);
+}
+
+static void report_inflight(struct verify *v)
+{
+	for (size_t i = 0; v->fn && i < v->inflight.n; i++) {
+		const struct inflight *in = &v->inflight.v[i];
+		char since[32], alive[32];
+		utc(in->rec.since, since, sizeof since);
+		utc(in->rec.alive, alive, sizeof alive);
+		char *what = str_printf("replace in progress by node %s since %s (last seen %s): "
+					"component %s, view %s of %s, %ld holdings it explains",
+					in->rec.node, since, alive, in->rec.v.component,
+					in->rec.v.id, in->rec.v.resdir, in->holdings);
+		v->fn(v->ctx, what ? what : "replace in progress", in->key);
+		free(what);
+	}
+}
+
 static void check_reasons(struct verify *v, struct keyset *holds, const struct known_views *k)
 {
 	struct strmap_entry *e;
@@ -277,7 +380,7 @@ static void check_reasons(struct verify *v, struct keyset *holds, const struct k
 			explained = n && reason_explains(k, e->key, hlen, obj, t, n);
 			t += n;
 		}
-		if (!explained)
+		if (!explained && !inflight_explains(&v->inflight, e->key, hlen, obj, reasons))
 			problem(v, "holding that no view's membership (nor a read) explains",
 				e->key);
 	}
@@ -295,23 +398,42 @@ long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 		buf_free(&vp);
 		return -1;
 	}
+	/* one revision for every read: etcd's now */
+	struct etcd_range_result now;
+	if (etcd_range(es->c, es->side, strlen(es->side), NULL, &now) != ETCD_OK) {
+		buf_free(&mp);
+		buf_free(&hp);
+		buf_free(&op);
+		buf_free(&vp);
+		return -1;
+	}
+	int64_t rev = now.revision;
+	etcd_range_result_free(&now);
 	struct keyset metas = {STRMAP_INIT, mp.data, mp.len - 1, true};
 	struct keyset holds = {STRMAP_INIT, hp.data, hp.len, true};
 	struct keyset objs = {STRMAP_INIT, "", 0, false};
-	struct known_views views = {NULL, 0, 0, es, vp.data, vp.len};
-	struct verify v = {fn, ctx, 0};
-	enum etcd_err e = er_range_each(es->c, mp.data, mp.len, false, keyset_add, &metas);
+	struct known_views views = {NULL, 0, 0, es, vp.data, vp.len, rev};
+	struct verify v = {fn, ctx, 0, rev, {NULL, 0, 0, strlen(es->side), 0}};
+	char *rp = str_printf("%s/r/", es->side);
+	enum etcd_err e =
+	    rp ? er_range_each_at(es->c, rp, strlen(rp), false, rev, inflight_scan, &v.inflight)
+	       : ETCD_NOMEM;
 	if (e == ETCD_OK)
-		e = er_range_each(es->c, hp.data, hp.len, false, keyset_add, &holds);
+		e = er_range_each_at(es->c, mp.data, mp.len, false, rev, keyset_add, &metas);
 	if (e == ETCD_OK)
-		e = er_range_each(es->c, op.data, op.len, true, keyset_add, &objs);
+		e = er_range_each_at(es->c, hp.data, hp.len, false, rev, keyset_add, &holds);
 	if (e == ETCD_OK)
-		e = er_range_each(es->c, vp.data, vp.len, false, known_views_scan, &views);
+		e = er_range_each_at(es->c, op.data, op.len, true, rev, keyset_add, &objs);
+	if (e == ETCD_OK)
+		e = er_range_each_at(es->c, vp.data, vp.len, false, rev, known_views_scan, &views);
 	if (e == ETCD_OK) {
 		check_holdings(&v, &holds, &metas, &objs);
 		check_metas(&v, &holds, &metas, &objs);
 		check_reasons(&v, &holds, &views);
+		report_inflight(&v);
 	}
+	free(rp);
+	inflights_free(&v.inflight);
 	known_views_free(&views);
 	keyset_free(&metas);
 	keyset_free(&holds);
