@@ -540,7 +540,8 @@ struct verify {
 	FILE *out;
 	struct buf path; /* the directory being read, relative to DIR ("" for DIR) */
 	unsigned long objects, problems;
-	int fatal; /* -ENOMEM: the walk stopped */
+	unsigned long unsettled; /* staging and journal entries: see unsettled_entry */
+	int fatal;		 /* -ENOMEM: the walk stopped */
 };
 
 static void problem(struct verify *v, const char *name, const char *fmt, ...)
@@ -750,10 +751,15 @@ static void component_entry(struct verify *v, int fd, const struct entry *e, con
 		file_where_dir_expected(v, e);
 }
 
-/* _internal/yurthub-c/staging/ and journal/: anything there was cut short. */
-static void leftover_entry(struct verify *v, int fd, const struct entry *e, const void *arg)
+/* _internal/yurthub-c/staging/ and journal/: a write or replace in progress
+ * (the hub runs) or cut short (it was killed).  Not damage: the store's
+ * recovery, run at every start before anything is served (and by `recover`),
+ * finishes or rolls back each of them, so they are named and counted apart
+ * from the problems. */
+static void unsettled_entry(struct verify *v, int fd, const struct entry *e, const void *arg)
 {
-	problem(v, e->name, "%s", (const char *)arg);
+	v->unsettled++;
+	fprintf(v->out, "%s/%s: %s\n", v->path.data, e->name, (const char *)arg);
 }
 
 /* _internal/yurthub-c/views/<comp>/: one view file per resource directory. */
@@ -793,10 +799,13 @@ static void private_entry(struct verify *v, int fd, const struct entry *e, const
 	if (odd_entry(v, e) || !S_ISDIR(e->mode))
 		return;
 	if (!strcmp(e->name, "staging"))
-		verify_dir(v, fd, e->name, leftover_entry, "leftover of an interrupted write");
+		verify_dir(v, fd, e->name, unsettled_entry,
+			   "write or replace in progress, or cut short (settled at the hub's "
+			   "next start, or by `yurthub cache recover`)");
 	else if (!strcmp(e->name, "journal"))
-		verify_dir(v, fd, e->name, leftover_entry,
-			   "journal record of an interrupted operation");
+		verify_dir(v, fd, e->name, unsettled_entry,
+			   "replace in progress, or cut short (finished or rolled back at the "
+			   "hub's next start, or by `yurthub cache recover`)");
 	else if (!strcmp(e->name, "views"))
 		verify_dir(v, fd, e->name, views_entry, NULL);
 }
@@ -855,7 +864,7 @@ static int cmd_verify(char **args, int n, FILE *out, FILE *err)
 	int fd = open_cache_dir(args[0]);
 	if (fd < 0)
 		return failure(err, "verify", "%s: %s", args[0], strerror(errno));
-	struct verify v = {out, BUF_INIT, 0, 0, 0};
+	struct verify v = {out, BUF_INIT, 0, 0, 0, 0};
 	struct entries es;
 	int rc = read_entries(fd, &es);
 	if (rc == 0) {
@@ -866,7 +875,10 @@ static int cmd_verify(char **args, int n, FILE *out, FILE *err)
 	buf_free(&v.path);
 	if (rc < 0 || v.fatal)
 		return failure(err, "verify", "%s: %s", args[0], strerror(rc < 0 ? -rc : -v.fatal));
-	fprintf(out, "verify: %lu objects, %lu problems\n", v.objects, v.problems);
+	fprintf(out, "verify: %lu objects, %lu problems", v.objects, v.problems);
+	if (v.unsettled)
+		fprintf(out, ", %lu writes or replaces in progress or cut short", v.unsettled);
+	fputc('\n', out);
 	return v.problems ? EXIT_PROBLEMS : EXIT_OK;
 }
 

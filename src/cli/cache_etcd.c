@@ -167,8 +167,10 @@ static int run(struct store *s, char **argv, int argc, FILE *out, FILE *err)
 		return verify(s, out, err);
 	if (!strcmp(cmd, "recover"))
 		return usage_error(err, cmd,
-				   "an etcd store needs no recovery: every write is one "
-				   "transaction");
+				   "the hubs recover an etcd store themselves: a list cut "
+				   "short is rolled back by its hub (at its start, or when etcd "
+				   "takes writes again) or after 10 minutes by any hub of the "
+				   "pool; `verify` names it meanwhile");
 	if (!strcmp(cmd, "ls") || !strcmp(cmd, "get") || !strcmp(cmd, "views") ||
 	    !strcmp(cmd, "verify"))
 		return usage_error(err, cmd,
