@@ -111,7 +111,7 @@ def _quietly(fn, *args):
 
 def main():
     t = Suite("etcd-abandoned")
-    each_build(lambda label, binary: run(t, label, binary))
+    each_build(lambda label, binary: t.run(run, label, binary))
     t.finish()
 
 
