@@ -7,13 +7,16 @@
  * explained by a reason: one of the holder's views (its membership), or the
  * holder's own reads and writes.  Reads the records of all nodes (keys, the
  * values of the small S/m, S/h and S/v records, and objects only for the
- * holdings an older version wrote without reasons).
+ * holdings an older version wrote without reasons), then every object's
+ * value, one page at a time, against its key (store_object_fault): what a
+ * hub would refuse to serve.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "storage/etcd_internal.h"
 #include "storage/key.h"
+#include "util/buf.h"
 #include "util/strmap.h"
 
 struct keyset {
@@ -283,6 +286,36 @@ static void check_reasons(struct verify *v, struct keyset *holds, const struct k
 	}
 }
 
+/* ---- values: is each object the object its key names? ---- */
+
+static int check_value(void *ctx, const struct etcd_kv *kv)
+{
+	struct verify *v = ctx;
+	/* <prefix>/<resource path>/[<namespace>/]<name>: a cluster-scoped
+	 * object's "namespace" is its resource path's last part, and its
+	 * metadata has none to compare */
+	const char *name = strrchr(kv->key, '/');
+	if (!name)
+		return 0;
+	const char *ns_end = name, *ns = name;
+	while (ns > kv->key && ns[-1] != '/')
+		ns--;
+	char *nscopy = strndup(ns, (size_t)(ns_end - ns));
+	if (!nscopy)
+		return -1;
+	const char *why =
+	    store_object_fault(NULL, NULL, nscopy, name + 1, kv->value, kv->value_len);
+	free(nscopy);
+	if (!why)
+		return 0;
+	struct buf what = BUF_INIT;
+	int rc = buf_printf(&what, "damaged object, not served (%s)", why);
+	if (rc == 0)
+		problem(v, what.data, kv->key);
+	buf_free(&what);
+	return rc;
+}
+
 long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 {
 	struct etcd_store *es = es_of(s);
@@ -312,6 +345,8 @@ long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 		check_metas(&v, &holds, &metas, &objs);
 		check_reasons(&v, &holds, &views);
 	}
+	if (e == ETCD_OK)
+		e = er_range_each(es->c, op.data, op.len, false, check_value, &v);
 	known_views_free(&views);
 	keyset_free(&metas);
 	keyset_free(&holds);
