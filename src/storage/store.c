@@ -92,7 +92,8 @@ const char *store_object_fault(const char *group, const char *resource, const ch
 }
 
 /* Keys read damaged, until a list rewrites them: "<store>\n<component>\n
- * <group>\n<resource>\n<namespace>\n<name>".  Bounded: past the bound a
+ * <group>\n<resource>\n<namespace>\n<name>", the component left empty
+ * where one copy serves every component (etcd).  Bounded: past the bound a
  * damaged read is still skipped and counted, but no longer logged nor
  * remembered (a relist then rewrites it only if its rv changed). */
 #define DAMAGE_KEYS_MAX 4096
@@ -110,6 +111,8 @@ uint64_t store_damaged_reads(void)
 static int damage_id(struct buf *b, const struct store *s, const char *component, const char *group,
 		     const char *resource, const char *ns, const char *name)
 {
+	if (s->ops->shares_objects)
+		component = ""; /* any component's list rewrites the one copy */
 	return buf_printf(b, "%p\n%s\n%s\n%s\n%s\n%s", (const void *)s, component ? component : "",
 			  group ? group : "", resource ? resource : "", ns ? ns : "",
 			  name ? name : "");
@@ -137,11 +140,11 @@ static void damage_note(struct store *s, const char *component, const char *grou
 	pthread_mutex_unlock(&damage_mu);
 	buf_free(&id);
 	if (first)
-		log_warn("store: %s's %s%s%s %s%s%s is damaged (%s): not served; the next list of "
-			 "it rewrites it",
-			 component ? component : "", resource ? resource : "",
-			 group && *group ? "." : "", group ? group : "", ns && *ns ? ns : "",
-			 ns && *ns ? "/" : "", name ? name : "", why);
+		log_warn("store: %s%s%s %s%s%s is damaged (%s; read for %s): not served; the next "
+			 "list of it rewrites it",
+			 resource ? resource : "", group && *group ? "." : "", group ? group : "",
+			 ns && *ns ? ns : "", ns && *ns ? "/" : "", name ? name : "", why,
+			 component ? component : "");
 	if (full)
 		log_warn("store: more than %d damaged objects: the others are skipped and counted "
 			 "(yurthub_store_damaged_reads_total), not logged",

@@ -168,6 +168,9 @@ struct store_match {
 
 struct store_ops {
 	const char *name;
+	/* One copy of an object serves every component (etcd): a damaged
+	 * object is one, whichever component reads it. */
+	bool shares_objects;
 	enum store_err (*key_build)(struct store *s, const struct store_key_info *info,
 				    struct store_key *out);
 	enum store_err (*create)(struct store *s, const struct store_key *key, const char *data,
