@@ -89,6 +89,14 @@ def is_object(data, name):
 
 
 def scenario(t, label, double, hub, place):
+    try:
+        damage_and_repair(t, label, double, hub, place)
+    finally:
+        double.restore()  # whatever failed, the next hub starts online
+
+
+def damage_and_repair(t, label, double, hub, place):
+    wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 20, what="online")
     s, body = kubelet_get(hub, PODS)
     t.check(label + ": online list", s == 200, body[:200])
     pods = names_of(body)
