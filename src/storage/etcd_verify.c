@@ -303,8 +303,7 @@ static int check_value(void *ctx, const struct etcd_kv *kv)
 	char *nscopy = strndup(ns, (size_t)(ns_end - ns));
 	if (!nscopy)
 		return -1;
-	const char *why =
-	    store_object_fault(NULL, NULL, nscopy, name + 1, kv->value, kv->value_len);
+	const char *why = store_object_fault(nscopy, name + 1, kv->value, kv->value_len);
 	free(nscopy);
 	if (!why)
 		return 0;

@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kube/meta.h"
+#include "kube/stream.h"
 #include "storage/key.h"
+#include "util/json_scan.h"
 #include "util/log.h"
 #include "util/strmap.h"
 
@@ -70,25 +71,103 @@ enum store_err store_fail_errno(int err)
 /* A kube-apiserver's storage encoding: "k8s\0", then a protobuf Unknown. */
 static const char PROTOBUF_MAGIC[4] = {'k', '8', 's', '\0'};
 
-const char *store_object_fault(const char *group, const char *resource, const char *ns,
-			       const char *name, const char *data, size_t len)
+/* What one pass over an object's bytes finds of its identity.  The scan
+ * descends only into the top-level "metadata" object; every other
+ * container is checked by json_scan without a call per token. */
+struct identity_scan {
+	const char *name, *ns; /* what the key says */
+	size_t depth;	       /* containers open */
+	bool top_map;	       /* the document is an object */
+	bool in_metadata;      /* depth 2 is the top-level "metadata" object */
+	bool metadata_next;    /* the last depth-1 key was "metadata" */
+	enum { ID_NONE, ID_NAME, ID_NAMESPACE } field; /* the depth-2 key just seen */
+	bool has_name, name_ok, ns_ok;
+};
+
+static bool token_is(const char *s, size_t len, const char *want)
 {
+	return len == strlen(want) && (!len || !memcmp(s, want, len)); /* s may be NULL if empty */
+}
+
+static int identity_token(void *ctx, enum json_token t, const char *s, size_t len)
+{
+	struct identity_scan *id = ctx;
+	if (id->depth == 0 && t != JSON_MAP_START)
+		return JSON_SCAN_STOP; /* not an object */
+	switch (t) {
+	case JSON_MAP_START:
+	case JSON_ARRAY_START: {
+		bool metadata = id->depth == 1 && id->metadata_next && t == JSON_MAP_START;
+		id->metadata_next = false;
+		id->field = ID_NONE;
+		if (id->depth++ == 0) {
+			id->top_map = true;
+			return JSON_SCAN_GO;
+		}
+		if (metadata) {
+			id->in_metadata = true;
+			return JSON_SCAN_GO;
+		}
+		return JSON_SCAN_SKIP;
+	}
+	case JSON_MAP_END:
+	case JSON_ARRAY_END:
+		if (--id->depth == 1)
+			id->in_metadata = false;
+		return JSON_SCAN_GO;
+	case JSON_KEY:
+		if (id->depth == 1)
+			id->metadata_next = token_is(s, len, "metadata");
+		else if (id->in_metadata)
+			id->field = token_is(s, len, "name")	    ? ID_NAME
+				    : token_is(s, len, "namespace") ? ID_NAMESPACE
+								    : ID_NONE;
+		return JSON_SCAN_GO;
+	case JSON_STRING:
+		/* the last of duplicate keys counts; a NUL never matches */
+		if (id->in_metadata && id->depth == 2 && id->field == ID_NAME) {
+			id->has_name = len > 0;
+			id->name_ok = token_is(s, len, id->name) && (!len || !memchr(s, '\0', len));
+		} else if (id->in_metadata && id->depth == 2 && id->field == ID_NAMESPACE) {
+			id->ns_ok = !len || !id->ns || token_is(s, len, id->ns);
+		}
+		break;
+	default:
+		break;
+	}
+	id->metadata_next = false;
+	id->field = ID_NONE;
+	return JSON_SCAN_GO;
+}
+
+const char *store_object_fault(const char *ns, const char *name, const char *data, size_t len)
+{
+	static const struct json_scan_limits limits = {
+	    .depth_max = STREAM_DEPTH_MAX,
+	    .gap_max = (unsigned long long)-1, /* the bytes are all here */
+	    .number_max = 4096,
+	};
 	if (!data || !len)
 		return "empty";
 	if (len >= sizeof PROTOBUF_MAGIC && !memcmp(data, PROTOBUF_MAGIC, sizeof PROTOBUF_MAGIC))
 		return "protobuf written by a kube-apiserver, not JSON";
-	struct kube_meta m;
-	const char *why = NULL;
-	if (kube_meta_parse(data, len, &m) < 0)
-		why = "not a single JSON object";
-	else if (!m.name || m.nul_in_name)
-		why = "no metadata.name";
-	else if (!name || strcmp(m.name, name))
-		why = "metadata.name differs from the key's name";
-	else if (ns && *ns && m.namespace && *m.namespace && strcmp(m.namespace, ns))
-		why = "metadata.namespace differs from the key's namespace";
-	kube_meta_free(&m);
-	return why;
+	struct identity_scan id = {
+	    .name = name ? name : "", .ns = ns && *ns ? ns : NULL, .ns_ok = true};
+	struct json_scan *js = json_scan_new(&limits, false, identity_token, &id);
+	if (!js)
+		return NULL; /* out of memory: not a verdict on the bytes */
+	int rc = json_scan_feed(js, data, len);
+	rc = rc ? rc : json_scan_finish(js);
+	json_scan_free(js);
+	if (rc < 0 || !id.top_map)
+		return "not a single JSON object";
+	if (!id.has_name)
+		return "no metadata.name";
+	if (!id.name_ok)
+		return "metadata.name differs from the key's name";
+	if (id.ns && !id.ns_ok)
+		return "metadata.namespace differs from the key's namespace";
+	return NULL;
 }
 
 /* Keys read damaged, until a list rewrites them: "<store>\n<component>\n
@@ -154,7 +233,7 @@ static void damage_note(struct store *s, const char *component, const char *grou
 static bool read_ok(struct store *s, const char *component, const char *group, const char *resource,
 		    const char *ns, const char *name, const char *data, size_t len)
 {
-	const char *why = store_object_fault(group, resource, ns, name, data, len);
+	const char *why = store_object_fault(ns, name, data, len);
 	if (why)
 		damage_note(s, component, group, resource, ns, name, why);
 	return !why;

@@ -313,15 +313,14 @@ void store_close(struct store *s);
  * resourceVersion: a backend's replace_add asks store_damage_take() before
  * keeping a copy it believes unchanged. */
 
-/* Why the bytes stored for object ns/name of group/resource are not that
- * object, or NULL when they are: one JSON object (a kube-apiserver's
- * "k8s\0" protobuf is recognised and refused), metadata.name equal to
- * name, metadata.namespace (when set) equal to ns (ns NULL or "": not
- * checked).  The kind is not checked: the hub's own fixtures and older
- * caches hold objects whose kind field is absent or set by hand.  One
- * streaming pass (kube_meta_parse), no tree. */
-const char *store_object_fault(const char *group, const char *resource, const char *ns,
-			       const char *name, const char *data, size_t len);
+/* Why the bytes stored for object ns/name are not that object, or NULL
+ * when they are: one JSON object (a kube-apiserver's "k8s\0" protobuf is
+ * recognised and refused), metadata.name equal to name, metadata.namespace
+ * (when set) equal to ns (ns NULL or "": not checked).  The kind is not
+ * checked: the hub's fixtures and older caches hold objects whose kind is
+ * absent or set by hand.  One pass of util/json_scan that descends only
+ * into metadata: it runs on every object an offline list serves. */
+const char *store_object_fault(const char *ns, const char *name, const char *data, size_t len);
 /* Damaged objects read (and not served) since the process started. */
 uint64_t store_damaged_reads(void);
 /* Was object ns/name of component's group/resource read damaged?  Forgets

@@ -1165,7 +1165,7 @@ struct names {
 static int name_fn(void *ctx, const struct store_key *k, const char *data, size_t len)
 {
 	struct names *n = ctx;
-	assert_null(store_object_fault("", "pods", k->namespace, k->name, data, len));
+	assert_null(store_object_fault(k->namespace, k->name, data, len));
 	size_t at = strlen(n->v);
 	snprintf(n->v + at, sizeof n->v - at, "%s%s/%s", at ? "," : "", k->namespace, k->name);
 	return 0;
