@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "filter/filter.h"
+#include "storage/store.h"
 #include "version.h"
 
 static const double bucket_bounds[METRICS_BUCKETS] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -472,6 +473,12 @@ int metrics_render(struct metrics *m, struct buf *o)
 				"Bytes of responses waiting to be written to the store.",
 				atomic_load(&m->cache_queue_bytes));
 	rc = rc ? rc : render_cached_objects(o, m);
+	rc =
+	    rc ? rc
+	       : render_simple(o, "yurthub_store_damaged_reads_total", "counter",
+			       "Cached objects read damaged (not JSON, or not the object their key "
+			       "names) and not served; the next list of their view rewrites them.",
+			       (long long)store_damaged_reads());
 	rc = rc ? rc : render_autonomy(o, m);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_requests_in_flight", "gauge",

@@ -188,7 +188,10 @@ static int filter_object(struct proxy *p, struct request *req, struct buf *obj)
 
 /* Find the cached object ns/name of ri's resource in component own's
  * cache, or another's: 0 with the bytes in out and the component in *where
- * (malloc'ed). */
+ * (malloc'ed); -1 when none has it, FOUND_DAMAGED when the only copies are
+ * damaged (storage/store.h). */
+#define FOUND_DAMAGED (-2)
+
 static int find_cached(struct proxy *p, const char *own, const struct request_info *ri,
 		       const char *ns, const char *name, struct buf *out, char **where)
 {
@@ -197,13 +200,16 @@ static int find_cached(struct proxy *p, const char *own, const struct request_in
 	if (local_components(p, own, &comps) < 0)
 		return -1;
 	int rc = -1;
-	for (size_t i = 0; i < comps.n && rc < 0; i++) {
+	for (size_t i = 0; i < comps.n && rc != 0; i++) {
 		struct store_key k;
 		if (cache_object_key(p->store, comps.v[i], ri, ns, name, &k) != STORE_OK)
 			continue;
 		buf_reset(out);
-		if (store_get(p->store, &k, out) == STORE_OK && (*where = strdup(comps.v[i])))
+		enum store_err e = store_get(p->store, &k, out);
+		if (e == STORE_OK && (*where = strdup(comps.v[i])))
 			rc = 0;
+		else if (e == STORE_DAMAGED)
+			rc = FOUND_DAMAGED;
 		store_key_free(&k);
 	}
 	local_components_free(&comps);
@@ -250,15 +256,29 @@ static int not_cached(struct request *req)
 	return r;
 }
 
+/* A 404 would tell the client the object is gone; it is not known to be. */
+static int damaged_copy(struct request *req)
+{
+	struct buf msg = BUF_INIT;
+	buf_printf(&msg,
+		   "%s \"%s\": the cloud is unreachable and the hub's copy is damaged; the next "
+		   "list from the cloud replaces it",
+		   req->ri.resource, req->ri.name);
+	int r = reply_status(req, 500, "InternalError", buf_cstr(&msg), NULL);
+	buf_free(&msg);
+	return r;
+}
+
 /* ---- get ---- */
 
 static int local_get(struct proxy *p, struct request *req)
 {
 	struct buf obj = BUF_INIT, out = BUF_INIT;
 	char *where = NULL;
-	if (find_object(p, req, &obj, &where) < 0) {
+	int found = find_object(p, req, &obj, &where);
+	if (found < 0) {
 		buf_free(&obj);
-		return not_cached(req);
+		return found == FOUND_DAMAGED ? damaged_copy(req) : not_cached(req);
 	}
 	struct local_kind k;
 	local_kind_of(p, req, &k);

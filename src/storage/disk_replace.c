@@ -1096,7 +1096,10 @@ enum store_err disk_replace_add(struct store_replace *sr, const struct store_ite
 		 * where little changed writes (and later removes) almost no
 		 * files. */
 		l->num = it->rv;
-		if (stored_at(r, rel, it->rv)) {
+		/* a copy read damaged is rewritten, whatever its rv says */
+		bool damaged = store_damage_take(&r->d->base, r->component, r->group, r->resource,
+						 item.namespace, item.name);
+		if (!damaged && stored_at(r, rel, it->rv)) {
 			l->value = SAME_AS_STORED;
 		} else if (!(l->value =
 				 index_obj_new(r->group, r->resource, it->rv, it->data, it->len))) {

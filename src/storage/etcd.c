@@ -998,6 +998,7 @@ static void es_close(struct store *s)
 
 static const struct store_ops etcd_ops = {
     .name = "etcd",
+    .shares_objects = true,
     .key_build = es_key_build,
     .create = es_create,
     .delete = es_delete,

@@ -38,6 +38,7 @@ struct pending {
 	char *objkey, *data;
 	size_t len;
 	uint64_t rv;
+	bool damaged; /* read damaged since it was stored: rewritten whatever its rv */
 };
 
 /* A big list is written by ER_WRITERS threads, each taking a full batch
@@ -188,7 +189,7 @@ static enum etcd_err step_try(struct er_replace *r, const struct step *st, struc
 		const struct pending *w = &st->writes[i];
 		const struct er_meta *m = &t[i].meta;
 		struct er_copy copy = {w->data, w->len, w->rv, r->group, r->resource};
-		bool write = !m->present || w->rv > m->rv;
+		bool write = !m->present || w->rv > m->rv || w->damaged;
 		held |= er_plan_hold(es, &p, r->component, w->objkey, &t[i], write ? &copy : NULL,
 				     r->id);
 	}
@@ -495,6 +496,8 @@ enum store_err er_replace_add(struct store_replace *sr, const struct store_item 
 	p->data = data;
 	p->len = it->len;
 	p->rv = it->rv;
+	p->damaged = store_damage_take(&r->es->base, r->component, r->group, r->resource,
+				       info.namespace, it->name);
 	r->pending_bytes += it->len;
 	if (r->npending < ER_BATCH && r->pending_bytes < ER_TXN_BYTES)
 		return STORE_OK;

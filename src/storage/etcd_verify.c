@@ -7,11 +7,13 @@
  * explained by a reason: one of the holder's views (its membership), or the
  * holder's own reads and writes.  Reads the records of all nodes (keys, the
  * values of the small S/m, S/h and S/v records, and objects only for the
- * holdings an older version wrote without reasons).  All of it as etcd was
- * at one revision, so that hubs writing meanwhile cannot make it disagree
- * with itself.  A holding that a replace in flight (or abandoned, not yet
- * rolled back: an S/r record, etcd_inflight.c) explains is not a problem;
- * each such replace is reported apart.
+ * holdings an older version wrote without reasons), then every object's
+ * value, one page at a time, against its key (store_object_fault): what a
+ * hub would refuse to serve.  All of it as etcd was at one revision, so that
+ * hubs writing meanwhile cannot make it disagree with itself.  A holding that
+ * a replace in flight (or abandoned, not yet rolled back: an S/r record,
+ * etcd_inflight.c) explains is not a problem; each such replace is reported
+ * apart.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +22,7 @@
 
 #include "storage/etcd_internal.h"
 #include "storage/key.h"
+#include "util/buf.h"
 #include "util/strmap.h"
 
 struct keyset {
@@ -386,6 +389,35 @@ static void check_reasons(struct verify *v, struct keyset *holds, const struct k
 	}
 }
 
+/* ---- values: is each object the object its key names? ---- */
+
+static int check_value(void *ctx, const struct etcd_kv *kv)
+{
+	struct verify *v = ctx;
+	/* <prefix>/<resource path>/[<namespace>/]<name>: a cluster-scoped
+	 * object's "namespace" is its resource path's last part, and its
+	 * metadata has none to compare */
+	const char *name = strrchr(kv->key, '/');
+	if (!name)
+		return 0;
+	const char *ns_end = name, *ns = name;
+	while (ns > kv->key && ns[-1] != '/')
+		ns--;
+	char *nscopy = strndup(ns, (size_t)(ns_end - ns));
+	if (!nscopy)
+		return -1;
+	const char *why = store_object_fault(nscopy, name + 1, kv->value, kv->value_len);
+	free(nscopy);
+	if (!why)
+		return 0;
+	struct buf what = BUF_INIT;
+	int rc = buf_printf(&what, "damaged object, not served (%s)", why);
+	if (rc == 0)
+		problem(v, what.data, kv->key);
+	buf_free(&what);
+	return rc;
+}
+
 long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 {
 	struct etcd_store *es = es_of(s);
@@ -432,6 +464,8 @@ long etcd_store_verify(struct store *s, etcd_verify_fn fn, void *ctx)
 		check_reasons(&v, &holds, &views);
 		report_inflight(&v);
 	}
+	if (e == ETCD_OK)
+		e = er_range_each_at(es->c, op.data, op.len, false, rev, check_value, &v);
 	free(rp);
 	inflights_free(&v.inflight);
 	known_views_free(&views);

@@ -1156,6 +1156,108 @@ static void test_survives_reopen(void **state)
 	buf_free(&b);
 }
 
+/* ---- damaged objects (storage/store.h) ---- */
+
+struct names {
+	char v[256];
+};
+
+static int name_fn(void *ctx, const struct store_key *k, const char *data, size_t len)
+{
+	struct names *n = ctx;
+	assert_null(store_object_fault(k->namespace, k->name, data, len));
+	size_t at = strlen(n->v);
+	snprintf(n->v + at, sizeof n->v - at, "%s%s/%s", at ? "," : "", k->namespace, k->name);
+	return 0;
+}
+
+static void listed_names(struct store *s, struct names *out, struct names *iterated)
+{
+	struct store_key_info info = {"kubelet", "", "v1", "pods", "", ""};
+	struct store_key root;
+	assert_int_equal(store_key_build(s, &info, &root), STORE_OK);
+	memset(out, 0, sizeof *out);
+	assert_int_equal(store_list(s, &root, name_fn, out), STORE_OK);
+	memset(iterated, 0, sizeof *iterated);
+	struct store_iter *it;
+	assert_int_equal(store_iter_begin(s, &root, NULL, &it), STORE_OK);
+	const struct store_key *k;
+	struct buf b = BUF_INIT;
+	enum store_err e;
+	while ((e = store_iter_next(it, &k, &b)) == STORE_OK)
+		name_fn(iterated, k, b.data, b.len);
+	assert_int_equal(e, STORE_NOT_FOUND);
+	store_iter_free(it);
+	buf_free(&b);
+	store_key_free(&root);
+}
+
+/* Garbage written at an object's key is never served: a get says
+ * STORE_DAMAGED, a list and an iterator skip it (a client would otherwise
+ * get invalid JSON, or an object under another's name), verify names it,
+ * and the next list of its view rewrites it, though at the same rv. */
+static void test_damaged_objects_not_served_and_relisted(void **state)
+{
+	struct store *s = ((struct fixture *)*state)->s;
+	struct store_view v = view_of("kubelet", "", "", "");
+	struct items it = {0};
+	item_add(&it, "a", "p1", 10, NULL);
+	item_add(&it, "a", "p2", 11, NULL);
+	item_add(&it, "a", "p3", 12, NULL);
+	assert_int_equal(store_replace_view(s, &v, 20, it.v, it.n), STORE_OK);
+
+	size_t big_len = 1400 * 1024;
+	char *big = malloc(big_len);
+	assert_non_null(big);
+	memset(big, 'x', big_len);
+	char *renamed = obj_json("p1", "a", 11, NULL, NULL);
+	char *moved = obj_json("p2", "b", 11, NULL, NULL);
+	static const char proto[] = "k8s\0\n\x09\n\x02v1\x12\x03Pod\x12\x00";
+	const struct {
+		const char *what, *data;
+		size_t len;
+	} garbage[] = {
+	    {"not JSON", "not json {", 10},
+	    {"NUL bytes", "\0\0\0\0\0\0\0\0", 8},
+	    {"1.4 MB of x", big, big_len},
+	    {"a kube-apiserver's protobuf", proto, sizeof proto - 1},
+	    {"another object's name", renamed, strlen(renamed)},
+	    {"another namespace", moved, strlen(moved)},
+	    {"half an object", it.data[1], it.v[1].len / 2},
+	};
+	struct store_key k = key_of(s, "kubelet", "pods", "a", "p2");
+	for (size_t i = 0; i < sizeof garbage / sizeof garbage[0]; i++) {
+		print_message("%s: %s\n", B->name, garbage[i].what);
+		B->poke(B->ctx, s, &k, garbage[i].data, garbage[i].len);
+		uint64_t seen = store_damaged_reads();
+		struct buf b = BUF_INIT;
+		assert_int_equal(store_get(s, &k, &b), STORE_DAMAGED);
+		assert_int_equal(b.len, 0);
+		buf_free(&b);
+		struct names listed, iterated;
+		listed_names(s, &listed, &iterated);
+		assert_string_equal(listed.v, "a/p1,a/p3");
+		assert_string_equal(iterated.v, "a/p1,a/p3");
+		assert_true(store_damaged_reads() >= seen + 3);
+		assert_true(B->verify_names(B->ctx, s, "p2") > 0);
+
+		/* the cloud's list has not changed: same rvs, same list rv */
+		assert_int_equal(store_replace_view(s, &v, 20, it.v, it.n), STORE_OK);
+		assert_int_equal(store_get(s, &k, &b), STORE_OK);
+		assert_int_equal(b.len, it.v[1].len);
+		assert_memory_equal(b.data, it.data[1], b.len);
+		buf_free(&b);
+		listed_names(s, &listed, &iterated);
+		assert_string_equal(listed.v, "a/p1,a/p2,a/p3");
+		assert_int_equal(B->verify_names(B->ctx, s, "p2"), 0);
+	}
+	store_key_free(&k);
+	free(big);
+	free(renamed);
+	free(moved);
+	items_free(&it);
+}
+
 int store_contract_run(struct contract_backend *b)
 {
 	B = b;
@@ -1197,6 +1299,8 @@ int store_contract_run(struct contract_backend *b)
 	    cmocka_unit_test_setup_teardown(test_cluster_info, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_concurrent_writers, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_survives_reopen, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_damaged_objects_not_served_and_relisted, setup,
+					    teardown),
 	};
 	return cmocka_run_group_tests_name(b->name, tests, NULL, NULL);
 }

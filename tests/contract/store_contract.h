@@ -18,6 +18,12 @@ struct contract_backend {
 	/* Close and throw away. */
 	void (*destroy)(void *ctx, struct store *s);
 	void *ctx;
+	/* Write bytes at an object's key behind the store's back (an operator's
+	 * etcdctl put, a file overwritten). */
+	void (*poke)(void *ctx, struct store *s, const struct store_key *key, const char *data,
+		     size_t len);
+	/* How many problems the backend's verify reports naming the object name. */
+	long (*verify_names)(void *ctx, struct store *s, const char *name);
 };
 
 /* Runs every contract test; returns the number of failures (cmocka). */
