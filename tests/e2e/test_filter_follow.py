@@ -202,9 +202,23 @@ def event_for(name, types, nodes=None):
     return pred
 
 
+def eps_nodes(obj):
+    return sorted(a.get("nodeName") for s in obj.get("subsets") or []
+                  for a in s.get("addresses") or [])
+
+
+def eps_event(name, nodes):
+    """A MODIFIED of Endpoints name with the addresses of nodes."""
+    def pred(evs):
+        return any(e["type"] == "MODIFIED" and e["object"]["metadata"]["name"] == name and
+                   eps_nodes(e["object"]) == nodes for e in evs)
+    return pred
+
+
 def summary(evs):
     return [(e["type"], e["object"].get("metadata", {}).get("name"),
-             slice_nodes(e["object"]) if "endpoints" in e["object"] else None) for e in evs]
+             slice_nodes(e["object"]) if "endpoints" in e["object"] else
+             eps_nodes(e["object"]) if "subsets" in e["object"] else None) for e in evs]
 
 
 def check_state(t, label, w):
@@ -263,15 +277,11 @@ def run(t, binary, label):
             "the pool's endpoints" % label,
             event_for("app-abcde", ("MODIFIED",), ["node1", "node2"])(evs), summary(evs))
     check_state(t, label + ", nodepool topology", sl)
-    evs = ep.wait(lambda evs: any(e["type"] == "ERROR" for e in evs), "the Endpoints watch's end")
-    lst = hub_list(hub, ENDPOINTS)
-    app_eps = next(i for i in lst["items"] if i["metadata"]["name"] == "app")
-    t.check("%s: the proxied Endpoints watch ends with ERROR 410 Expired, and a new list has "
-            "the pool's addresses" % label,
-            any(e["type"] == "ERROR" and e["object"].get("code") == 410 for e in evs) and
-            sorted(a["nodeName"] for s in app_eps["subsets"] for a in s["addresses"]) ==
-            ["node1", "node2"], summary(evs))
-    ep.close()
+    evs = ep.wait(eps_event("app", ["node1", "node2"]), "MODIFIED app (Endpoints)")
+    t.check("%s: the proxied Endpoints watch gets MODIFIED with the pool's addresses, "
+            "no 410" % label, eps_event("app", ["node1", "node2"])(evs) and
+            not any(e["type"] == "ERROR" for e in evs), summary(evs))
+    check_state(t, label + ", nodepool topology (Endpoints)", ep)
     if py:
         try:
             ev = py.wait_event(lambda e: e["event"] == "MODIFIED" and e.get("name") == "app-abcde",
@@ -289,6 +299,12 @@ def run(t, binary, label):
     t.check("%s: topology nodepool -> hostname: MODIFIED with this node's endpoint only" %
             label, event_for("app-abcde", ("MODIFIED",), ["node1"])(evs), summary(evs))
     check_state(t, label + ", hostname topology", sl)
+    evs = ep.wait(eps_event("app", ["node1"]), "MODIFIED app (Endpoints)")
+    t.check("%s: topology nodepool -> hostname: the proxied Endpoints watch gets MODIFIED "
+            "with this node's address only" % label, eps_event("app", ["node1"])(evs) and
+            not any(e["type"] == "ERROR" for e in evs), summary(evs))
+    check_state(t, label + ", hostname topology (Endpoints)", ep)
+    ep.close()
     check_resume(t, hub, label + ", after the topology changes", sl, double,
                  slice_for("plain"), "plain-abcde")
     # a list made before a change, its watch opened after it: the change is
