@@ -17,9 +17,8 @@
  *
  * The follow knows nothing of where the events come from: the multiplexer's
  * shared cache feeds one, its content the cache's objects; a proxied watch
- * (proxy/remote.c) and an offline one (proxy/local_list.c) feed one from
- * their rewriter (rewrite_on_event), their content read back from the
- * store (local_each_object).
+ * (proxy/watch_follow.h) feeds one from its rewriter (rewrite_on_event),
+ * its content read back from the store (local_each_object).
  * Memory: one entry per object the filters change or drop for this client,
  * none for the objects it passes as they are.
  */
@@ -67,7 +66,7 @@ int follow_refilter(struct follow *f, const struct stream_object *objs, size_t n
 		    bool unknown);
 
 /* The same in steps, for a source read an object at a time (the store,
- * for a proxied or an offline watch): begin, each object of the source's
+ * for a proxied watch): begin, each object of the source's
  * content as follow_refilter's objs, end (which forgets what is held of the
  * objects not met).  Each 0, or -1 as follow_refilter. */
 int follow_refilter_begin(struct follow *f);

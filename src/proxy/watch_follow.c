@@ -56,10 +56,36 @@ static int emit(void *ctx, enum watch_type type, const char *data, size_t len)
 	return rewrite_emit_event(wf->rw, type, wf->obj.data, wf->obj.len);
 }
 
+static void count_and_free(struct watch_follow *wf)
+{
+	unsigned long changed, dropped;
+	follow_counts(wf->fl, &changed, &dropped);
+	atomic_fetch_add(&wf->p->metrics->filter_changed, changed);
+	atomic_fetch_add(&wf->p->metrics->filter_dropped, dropped);
+	follow_free(wf->fl);
+	wf->fl = NULL;
+}
+
+/* The bound (WATCH_FOLLOW_HELD_MAX): what the follow holds goes now, the
+ * rewriter filters on by itself, and the next change ends the watch with
+ * 410. */
+static void give_up_memory(struct watch_follow *wf)
+{
+	log_v(1,
+	      "filters: a %s watch of %s holds over %d filtered objects: it will not follow "
+	      "a change",
+	      wf->ri.resource, wf->component, WATCH_FOLLOW_HELD_MAX);
+	count_and_free(wf);
+	rewrite_on_event(wf->rw, NULL, NULL);
+}
+
 static int on_event(void *ctx, enum watch_type type, const struct stream_object *o)
 {
 	struct watch_follow *wf = ctx;
-	return follow_event(wf->fl, type, o);
+	int rc = follow_event(wf->fl, type, o);
+	if (!rc && follow_held(wf->fl) > WATCH_FOLLOW_HELD_MAX)
+		give_up_memory(wf);
+	return rc;
 }
 
 static int copy_ri(struct request_info *to, const struct request_info *ri)
@@ -80,13 +106,8 @@ void watch_follow_free(struct watch_follow *wf)
 {
 	if (!wf)
 		return;
-	if (wf->fl) {
-		unsigned long changed, dropped;
-		follow_counts(wf->fl, &changed, &dropped);
-		atomic_fetch_add(&wf->p->metrics->filter_changed, changed);
-		atomic_fetch_add(&wf->p->metrics->filter_dropped, dropped);
-		follow_free(wf->fl);
-	}
+	if (wf->fl)
+		count_and_free(wf);
 	free(wf->component);
 	free(wf->ri.api_group);
 	free(wf->ri.api_version);
@@ -143,13 +164,12 @@ enum watch_follow_step watch_follow_step(struct watch_follow *wf, enum cache_tee
 	unsigned long gen = cluster_filter_gen(wf->p->cluster);
 	if (gen == wf->gen)
 		return WATCH_FOLLOW_IDLE;
-	if (store == CACHE_TEE_BEHIND)
+	if (store == CACHE_TEE_BEHIND && wf->fl)
 		return WATCH_FOLLOW_WAIT;
-	const char *why = store == CACHE_TEE_LOST ? "its objects are not cached"
-			  : follow_held(wf->fl) > WATCH_FOLLOW_HELD_MAX
-			      ? "it holds too many filtered objects"
-			  : !*wf->component ? "its objects are not cached"
-					    : NULL;
+	const char *why = !wf->fl ? "it held too many filtered objects"
+			  : store == CACHE_TEE_LOST || !*wf->component
+			      ? "its objects are not cached"
+			      : NULL;
 	if (why) {
 		if (!wf->gave_up)
 			log_v(1, "filters: a %s watch of %s cannot follow the change (%s): 410",
@@ -175,5 +195,7 @@ enum watch_follow_step watch_follow_step(struct watch_follow *wf, enum cache_tee
 	}
 	wf->gen = gen;
 	wf->unknown = false;
+	if (follow_held(wf->fl) > WATCH_FOLLOW_HELD_MAX)
+		give_up_memory(wf);
 	return WATCH_FOLLOW_IDLE;
 }

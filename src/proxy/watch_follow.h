@@ -1,8 +1,9 @@
 /*
- * watch_follow.h - a filtered watch that is not the multiplexer's (proxied
- * from the cloud, proxy/remote.c; or answered from the cache offline,
- * proxy/local_list.c) kept in step with what its filters read
- * (docs/filters.md, "Watches follow topology changes").
+ * watch_follow.h - a filtered watch proxied from the cloud (proxy/remote.c)
+ * kept in step with what its filters read, as the multiplexer's are
+ * (docs/filters.md, "Watches follow topology changes").  Offline watches
+ * need none: nothing the filters read changes while the cloud is out of
+ * reach.
  *
  * The watch's rewriter hands each object event to a follow
  * (filter/follow.h), which filters it and remembers what it showed.  When
@@ -52,8 +53,7 @@ enum watch_follow_step {
 /* Call between two events of the client's stream: when the filters'
  * inputs moved, filter the content again and write what changed through
  * rw.  store: whether the store holds every event the watch carried
- * (cache_tee_settled; CACHE_TEE_SETTLED for an offline watch, whose source
- * is the store). */
+ * (cache_tee_settled). */
 enum watch_follow_step watch_follow_step(struct watch_follow *wf, enum cache_tee_state store);
 
 /* The ERROR event that ends a watch that cannot follow. */
