@@ -475,6 +475,11 @@ def env_pod(name):
                         {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"}]}]}}
 
 
+def name_of(ev):
+    m = ev.get("object", {}).get("metadata", {})
+    return "%s/%s" % (m.get("namespace", ""), m.get("name"))
+
+
 def kube_svc(obj):
     """default/kubernetes's clusterIP and https port."""
     spec = obj.get("spec", {})
@@ -543,22 +548,22 @@ def run_late_certificate(t, binary, label):
             approve(cloud, "kubernetes.io/kubelet-serving") == 1)
 
     def svc_moved(evs):
-        return any(e["type"] == "MODIFIED" and key(e["object"]) == "default/kubernetes" and
+        return any(e["type"] == "MODIFIED" and name_of(e) == "default/kubernetes" and
                    kube_svc(e["object"]) == (HUB_HOST, port) for e in evs)
     evs = svc.wait(svc_moved, "default/kubernetes MODIFIED to the hub")
     t.check("%s: the open Service watch gets MODIFIED: default/kubernetes at the hub's "
             "address and secure port" % label, svc_moved(evs),
-            [(e["type"], key(e["object"])) for e in evs if "metadata" in e["object"]])
+            [(e["type"], name_of(e)) for e in evs if e["type"] != "BOOKMARK"])
     check_state(t, label + " (services)", svc)
 
     def pod_moved(evs):
-        return any(e["type"] == "MODIFIED" and key(e["object"]) == "default/web" and
+        return any(e["type"] == "MODIFIED" and name_of(e) == "default/web" and
                    e["object"]["spec"]["containers"][0]["env"][0]["value"] == HUB_HOST
                    for e in evs)
     evs = pods.wait(pod_moved, "the pod MODIFIED to the hub")
     t.check("%s: the open (proxied) pod watch gets MODIFIED: KUBERNETES_SERVICE_HOST is the "
             "hub's" % label, pod_moved(evs),
-            [(e["type"], key(e["object"])) for e in evs if "metadata" in e["object"]])
+            [(e["type"], name_of(e)) for e in evs if e["type"] != "BOOKMARK"])
     check_state(t, label + " (pods)", pods)
     svc.close()
     pods.close()
