@@ -534,7 +534,9 @@ static void do_event(struct cache_manager *cm, struct job *j)
 	if (e != STORE_OK)
 		log_v(2, "cache: %s watch %s: event for %s/%s not stored: %s", j->st->component,
 		      j->st->path, j->ns, j->name, store_strerror(e));
-	if (e != STORE_OK)
+	/* the store lacks what the watch carried (not: a deletion of what it
+	 * did not hold, a copy newer than this event) */
+	if (e != STORE_OK && e != STORE_NOT_FOUND && e != STORE_CONFLICT)
 		atomic_store(&j->st->failed_event, true);
 }
 
