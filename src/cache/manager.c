@@ -66,6 +66,10 @@ struct stream {
 	struct cache_manager *cm;
 	struct gunzip *gz;
 	struct list_decoder *ld; /* the session goes when its body cannot be decoded */
+	/* WATCH: events queued and not yet applied, and whether one was not
+	 * stored (cache_tee_settled) */
+	atomic_long events_pending;
+	atomic_bool failed_event;
 };
 
 /* Pieces of list bodies on their way to a worker, kept for the next ones:
@@ -243,6 +247,8 @@ static void pieces_free(struct piece_pool *pool)
 
 static void job_free(struct job *j)
 {
+	if (j->kind == JOB_EVENT && j->st)
+		atomic_fetch_sub(&j->st->events_pending, 1);
 	if (j->pool)
 		piece_put(j->pool, j->data);
 	else
@@ -282,6 +288,8 @@ static struct job *job_new(enum job_kind kind, struct stream *st)
 	if (st) {
 		atomic_fetch_add(&st->refs, 1);
 		j->st = st;
+		if (kind == JOB_EVENT) /* until job_free */
+			atomic_fetch_add(&st->events_pending, 1);
 	}
 	return j;
 }
@@ -526,6 +534,10 @@ static void do_event(struct cache_manager *cm, struct job *j)
 	if (e != STORE_OK)
 		log_v(2, "cache: %s watch %s: event for %s/%s not stored: %s", j->st->component,
 		      j->st->path, j->ns, j->name, store_strerror(e));
+	/* the store lacks what the watch carried (not: a deletion of what it
+	 * did not hold, a copy newer than this event) */
+	if (e != STORE_OK && e != STORE_NOT_FOUND && e != STORE_CONFLICT)
+		atomic_store(&j->st->failed_event, true);
 }
 
 /* ---- paginated lists ---- */
@@ -1299,6 +1311,13 @@ static void end_body(struct cache_tee *t, bool ok)
 	j->data = buf_steal(&t->body);
 	if (!enqueue(t->cm, j, true))
 		tee_drop(t);
+}
+
+enum cache_tee_state cache_tee_settled(const struct cache_tee *t)
+{
+	if (!t || t->dead || atomic_load(&t->st->failed_event))
+		return CACHE_TEE_LOST;
+	return atomic_load(&t->st->events_pending) ? CACHE_TEE_BEHIND : CACHE_TEE_SETTLED;
 }
 
 void cache_tee_end(struct cache_tee *t, bool complete)

@@ -73,6 +73,16 @@ void cache_tee_feed(struct cache_tee *t, const char *data, size_t len);
  * Frees the tee. */
 void cache_tee_end(struct cache_tee *t, bool complete);
 
+enum cache_tee_state {
+	CACHE_TEE_SETTLED, /* every event fed so far is in the store */
+	CACHE_TEE_BEHIND,  /* some are still queued */
+	CACHE_TEE_LOST,	   /* not all will be: no tee, or it gave up, or the store refused one */
+};
+/* A watch's tee: does the store hold every event fed so far?  What a proxied
+ * watch showed is read back from the store (proxy/remote.c, filter/follow.h)
+ * only once it does. */
+enum cache_tee_state cache_tee_settled(const struct cache_tee *t);
+
 /* The store key of an object for a component (shared with the local proxy). */
 enum store_err cache_object_key(struct store *s, const char *component,
 				const struct request_info *ri, const char *ns, const char *name,

@@ -94,6 +94,8 @@ struct cluster {
 
 	/* moves whenever what the filters read changes: cluster_filter_gen() */
 	atomic_ulong filter_gen;
+	/* hub_serving() when cluster_filter_gen() last looked: -1 never */
+	atomic_int serving_seen;
 
 	struct informer *inf[SRC_COUNT];
 
@@ -938,6 +940,7 @@ struct cluster *cluster_new(const struct cluster_settings *s)
 	struct cluster *c = calloc(1, sizeof *c);
 	if (!c)
 		return NULL;
+	atomic_init(&c->serving_seen, -1);
 	if (pthread_rwlock_init(&c->lock, NULL) != 0) {
 		free(c);
 		return NULL;
@@ -1158,8 +1161,28 @@ filter_mask cluster_filters_for(struct cluster *c, const char *component, const 
 	return m;
 }
 
+/* Whether the secure port serves is an input of masterservice,
+ * forwardkubesvctraffic and serviceenvupdater: when it starts serving (a
+ * certificate came after the start), the generation moves, and open
+ * watches send the rewritten objects.  Looked at here, where every open
+ * watch looks at least every half second: the port has no hook into the
+ * filters' view.  The first look only notes the state. */
+static void note_serving(struct cluster *c)
+{
+	if (!c->hub_serving)
+		return;
+	int now = c->hub_serving(c->ctx) ? 1 : 0;
+	int was = atomic_load(&c->serving_seen);
+	if (was == now) /* the common case: no write to a shared line */
+		return;
+	was = atomic_exchange(&c->serving_seen, now);
+	if (was != -1 && was != now)
+		inputs_changed(c);
+}
+
 unsigned long cluster_filter_gen(struct cluster *c)
 {
+	note_serving(c);
 	return atomic_load(&c->filter_gen);
 }
 

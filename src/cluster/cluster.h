@@ -111,7 +111,8 @@ enum pool_membership cluster_pool_member(struct cluster *c, const char *node, ch
 filter_mask cluster_filters_for(struct cluster *c, const char *component, const char *verb,
 				const char *resource);
 /* Moves whenever what the filters read changes: a Service's topology
- * annotation, this node's pool, the pool's nodes.  An open watch compares
+ * annotation, this node's pool, the pool's nodes, whether the secure port
+ * serves (settings.hub_serving, looked at on each call).  An open watch compares
  * it with the value it last filtered with, and filters again what it
  * showed when it moved (filter/follow.h).  The change is in the
  * environment before this moves. */

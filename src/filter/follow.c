@@ -29,6 +29,7 @@ struct follow {
 	follow_emit_fn emit;
 	void *ctx;
 	struct strmap shown; /* "ns/name" -> num: SHOWN_DROPPED or a digest */
+	struct strmap seen;  /* a refilter in steps: the held keys it met */
 	struct buf key;
 	struct buf moved; /* an object at the refilter's resourceVersion */
 };
@@ -55,6 +56,7 @@ struct follow *follow_new(filter_mask mask, const struct filter_target *t,
 	f->emit = emit;
 	f->ctx = ctx;
 	f->shown = (struct strmap)STRMAP_INIT;
+	f->seen = (struct strmap)STRMAP_INIT;
 	return f;
 }
 
@@ -64,6 +66,7 @@ void follow_free(struct follow *f)
 		return;
 	rewrite_free(f->rw);
 	strmap_free(&f->shown);
+	strmap_free(&f->seen);
 	buf_free(&f->key);
 	buf_free(&f->moved);
 	free(f);
@@ -72,6 +75,11 @@ void follow_free(struct follow *f)
 size_t follow_held(const struct follow *f)
 {
 	return f->shown.len;
+}
+
+void follow_counts(const struct follow *f, unsigned long *changed, unsigned long *dropped)
+{
+	rewrite_counts(f->rw, changed, dropped);
 }
 
 /* FNV-1a, kept clear of the two reserved values. */
@@ -164,40 +172,23 @@ static int at_rv(struct follow *f, const char *data, size_t len, uint64_t rv)
 	return rc;
 }
 
-/* Forget the objects that are not in objs: deleted or unselected without
- * an event through follow_event (which should not happen). */
-static int forget_others(struct follow *f, const struct stream_object *objs, size_t n)
+int follow_refilter_begin(struct follow *f)
 {
-	struct strmap present = STRMAP_INIT, stale = STRMAP_INIT;
-	struct strmap_entry *e;
-	int rc = 0;
-	for (size_t i = 0; i < n && !rc; i++) {
-		const char *key = key_of(f, &objs[i]);
-		rc = key && strmap_put(&present, key, NULL) ? 0 : -1;
-	}
-	for (size_t it = 0; !rc && (e = strmap_next(&f->shown, &it));)
-		if (!strmap_get(&present, e->key) && !strmap_put(&stale, e->key, NULL))
-			rc = -1;
-	for (size_t it = 0; !rc && (e = strmap_next(&stale, &it));)
-		strmap_del(&f->shown, e->key);
-	strmap_free(&present);
-	strmap_free(&stale);
-	return rc;
+	strmap_free(&f->seen);
+	f->seen = (struct strmap)STRMAP_INIT;
+	return 0;
 }
 
-int follow_refilter(struct follow *f, const struct stream_object *objs, size_t n, uint64_t rv,
-		    bool unknown)
+int follow_refilter_object(struct follow *f, const struct stream_object *o, uint64_t rv,
+			   bool unknown)
 {
-	for (size_t i = 0; i < n; i++) {
-		const struct stream_object *o = &objs[i];
-		const char *key = key_of(f, o), *data;
-		size_t len;
-		if (!key)
-			return -1;
-		uint64_t was = shown_of(f, key);
-		uint64_t now = filter_one(f, o, &data, &len);
-		if (now == was && !unknown)
-			continue;
+	const char *key = key_of(f, o), *data;
+	size_t len;
+	if (!key)
+		return -1;
+	uint64_t was = shown_of(f, key);
+	uint64_t now = filter_one(f, o, &data, &len);
+	if (now != was || unknown) {
 		enum watch_type type = now == SHOWN_DROPPED		  ? WATCH_DELETED
 				       : was == SHOWN_DROPPED && !unknown ? WATCH_ADDED
 									  : WATCH_MODIFIED;
@@ -205,12 +196,37 @@ int follow_refilter(struct follow *f, const struct stream_object *objs, size_t n
 		    f->emit(f->ctx, type, f->moved.data, f->moved.len))
 			return -1;
 	}
-	size_t known = 0;
-	for (size_t i = 0; i < n && f->shown.len; i++) {
-		const char *key = key_of(f, &objs[i]);
-		if (!key)
-			return -1;
-		known += strmap_get(&f->shown, key) != NULL;
-	}
-	return known < f->shown.len ? forget_others(f, objs, n) : 0;
+	/* the key again: filter_one and at_rv leave f->key alone, record too */
+	if (now != SHOWN_RAW && !strmap_put(&f->seen, key, NULL))
+		return -1;
+	return 0;
+}
+
+/* Forget what is held of the objects the refilter did not meet: deleted or
+ * unselected without an event through follow_event (which should not
+ * happen). */
+int follow_refilter_end(struct follow *f)
+{
+	struct strmap stale = STRMAP_INIT;
+	struct strmap_entry *e;
+	int rc = 0;
+	if (f->seen.len < f->shown.len)
+		for (size_t it = 0; !rc && (e = strmap_next(&f->shown, &it));)
+			if (!strmap_get(&f->seen, e->key) && !strmap_put(&stale, e->key, NULL))
+				rc = -1;
+	for (size_t it = 0; !rc && (e = strmap_next(&stale, &it));)
+		strmap_del(&f->shown, e->key);
+	strmap_free(&stale);
+	strmap_free(&f->seen);
+	f->seen = (struct strmap)STRMAP_INIT;
+	return rc;
+}
+
+int follow_refilter(struct follow *f, const struct stream_object *objs, size_t n, uint64_t rv,
+		    bool unknown)
+{
+	int rc = follow_refilter_begin(f);
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = follow_refilter_object(f, &objs[i], rv, unknown);
+	return rc ? rc : follow_refilter_end(f);
 }

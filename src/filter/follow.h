@@ -16,14 +16,16 @@
  * kept, at that resourceVersion.
  *
  * The follow knows nothing of where the events come from: the multiplexer's
- * shared cache feeds one today; an offline watch or a proxied one can feed
- * another the same way, given the source's content when the inputs change.
+ * shared cache feeds one, its content the cache's objects; a proxied watch
+ * (proxy/watch_follow.h) feeds one from its rewriter (rewrite_on_event),
+ * its content read back from the store (local_each_object).
  * Memory: one entry per object the filters change or drop for this client,
  * none for the objects it passes as they are.
  */
 #ifndef YURTHUB_FILTER_FOLLOW_H
 #define YURTHUB_FILTER_FOLLOW_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,7 +65,18 @@ int follow_event(struct follow *f, enum watch_type type, const struct stream_obj
 int follow_refilter(struct follow *f, const struct stream_object *objs, size_t n, uint64_t rv,
 		    bool unknown);
 
+/* The same in steps, for a source read an object at a time (the store,
+ * for a proxied watch): begin, each object of the source's
+ * content as follow_refilter's objs, end (which forgets what is held of the
+ * objects not met).  Each 0, or -1 as follow_refilter. */
+int follow_refilter_begin(struct follow *f);
+int follow_refilter_object(struct follow *f, const struct stream_object *o, uint64_t rv,
+			   bool unknown);
+int follow_refilter_end(struct follow *f);
+
 /* How many objects the client was shown otherwise than the source has them. */
 size_t follow_held(const struct follow *f);
+/* Objects the follow's filters changed and dropped so far (metrics). */
+void follow_counts(const struct follow *f, unsigned long *changed, unsigned long *dropped);
 
 #endif

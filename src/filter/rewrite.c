@@ -39,7 +39,10 @@ struct rewrite {
 	struct watch_decoder *watch;
 	struct buf object; /* REWRITE_OBJECT: the body so far */
 
-	size_t items_out; /* list: items written since the items' '[' */
+	size_t items_out;	   /* list: items written since the items' '[' */
+	rewrite_event_fn on_event; /* watch: NULL, or who filters object events */
+	void *on_event_ctx;
+	uint64_t last_rv; /* watch: the newest resourceVersion an event carried */
 	struct buf encoded;
 	bool dropped, failed;
 	unsigned long changed, ndropped;
@@ -149,7 +152,7 @@ static int on_item(void *ctx, const struct stream_object *o)
 
 static const char *const event_types[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"};
 
-static int emit_event(struct rewrite *rw, enum watch_type type, const char *obj, size_t len)
+int rewrite_emit_event(struct rewrite *rw, enum watch_type type, const char *obj, size_t len)
 {
 	char head[40];
 	int n = snprintf(head, sizeof head, "{\"type\":\"%s\",\"object\":", event_types[type]);
@@ -162,15 +165,20 @@ static int on_event(void *ctx, const struct watch_event *ev)
 {
 	struct rewrite *rw = ctx;
 	const struct stream_object *o = &ev->object;
+	if (ev->type != WATCH_ERROR && o->rv > rw->last_rv)
+		rw->last_rv = o->rv;
 	if (ev->type == WATCH_BOOKMARK || ev->type == WATCH_ERROR)
-		return emit_event(rw, ev->type, o->data, o->len);
+		return rewrite_emit_event(rw, ev->type, o->data, o->len);
+	if (rw->on_event)
+		return rw->on_event(rw->on_event_ctx, ev->type, o) ? fail(rw, "the reader stopped")
+								   : 0;
 	switch (filter_object(rw, o)) {
 	case FILTER_DROP: /* gone for this node: as if deleted, as it was */
-		return emit_event(rw, WATCH_DELETED, o->data, o->len);
+		return rewrite_emit_event(rw, WATCH_DELETED, o->data, o->len);
 	case FILTER_CHANGED:
-		return emit_event(rw, ev->type, rw->encoded.data, rw->encoded.len);
+		return rewrite_emit_event(rw, ev->type, rw->encoded.data, rw->encoded.len);
 	default:
-		return emit_event(rw, ev->type, o->data, o->len);
+		return rewrite_emit_event(rw, ev->type, o->data, o->len);
 	}
 }
 
@@ -300,6 +308,17 @@ struct rewrite *rewrite_new(enum rewrite_shape shape, bool gzipped, filter_mask 
 void rewrite_set_room(struct rewrite *rw, rewrite_room_fn room)
 {
 	rw->room = room;
+}
+
+void rewrite_on_event(struct rewrite *rw, rewrite_event_fn fn, void *ctx)
+{
+	rw->on_event = fn;
+	rw->on_event_ctx = ctx;
+}
+
+uint64_t rewrite_last_rv(const struct rewrite *rw)
+{
+	return rw->last_rv;
 }
 
 /* Inflates data while the reader has room, at most that much at a time: a

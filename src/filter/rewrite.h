@@ -26,8 +26,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "filter/filter.h"
+#include "kube/stream.h"
 
 /* Access to the current struct filter_env: hold() returns it and keeps it
  * valid until release(). */
@@ -57,6 +59,17 @@ typedef size_t (*rewrite_room_fn)(void *ctx);
  * with what a decoder held: an item, at most STREAM_OBJECT_MAX).  What was
  * fed and not inflated is held (a copy) until rewrite_resume(). */
 void rewrite_set_room(struct rewrite *rw, rewrite_room_fn room);
+/* REWRITE_WATCH: the ADDED, MODIFIED and DELETED events go to fn, with
+ * their object as the cloud sent it, instead of through rw's filters: a
+ * follow (filter/follow.h) filters them, remembers what it showed, and
+ * writes them with rewrite_emit_event().  fn returns non-zero to stop. */
+typedef int (*rewrite_event_fn)(void *ctx, enum watch_type type, const struct stream_object *o);
+void rewrite_on_event(struct rewrite *rw, rewrite_event_fn fn, void *ctx);
+/* One watch event line to rw's reader: 0, or -1 when it stopped. */
+int rewrite_emit_event(struct rewrite *rw, enum watch_type type, const char *obj, size_t len);
+/* REWRITE_WATCH: the newest resourceVersion an event (or bookmark) carried
+ * so far, 0 before any. */
+uint64_t rewrite_last_rv(const struct rewrite *rw);
 /* 0, or -1: the body is not what its shape says (malformed JSON, a list
  * item that is not an object, an object over STREAM_OBJECT_MAX, a broken
  * gzip stream) or out stopped.  Once -1, always -1.  While there is a

@@ -93,6 +93,19 @@ void local_write_failed(struct proxy *p, const struct store_key *k);
 void local_follow_pod(struct proxy *p, const char *old, size_t old_len, const char *upd,
 		      size_t upd_len);
 
+/* Each object of component's cache of ri's collection (api_group,
+ * api_version, resource, namespace) that ri's label and field selectors
+ * match, to fn, named by its store key; fn returns non-zero to stop.  0,
+ * or -1 (the store failed, a selector does not parse, out of memory, fn
+ * stopped).  A collection never cached has no objects. */
+typedef int (*local_object_fn)(void *ctx, const struct stream_object *o);
+int local_each_object(struct proxy *p, const char *component, const struct request_info *ri,
+		      local_object_fn fn, void *ctx);
+
+/* Does a watch of ri begin with the collection's objects as ADDED
+ * (resourceVersion ""/"0", or sendInitialEvents=true)? */
+bool local_wants_initial_events(const struct request_info *ri);
+
 /* Lists and watches: local_list.c. */
 int local_list(struct proxy *p, struct request *req);
 int local_watch(struct proxy *p, struct request *req);

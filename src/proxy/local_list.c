@@ -254,6 +254,36 @@ static ssize_t gen_take(struct gen *g, char *out, size_t max)
 	return (ssize_t)n;
 }
 
+int local_each_object(struct proxy *p, const char *component, const struct request_info *ri,
+		      local_object_fn fn, void *ctx)
+{
+	struct gen g = {.p = p, .view_rv = 1}; /* an rv: only what may match is read */
+	char *why = NULL;
+	int rc = gen_selectors(&g, ri, &why) < 0 ? -1 : 0;
+	free(why);
+	enum store_err e = rc ? STORE_OK : gen_iter(&g, component, ri, NULL);
+	if (e != STORE_OK && e != STORE_NOT_FOUND)
+		rc = -1;
+	const struct store_key *k;
+	int r;
+	while (!rc && (r = gen_next(&g, &k)) != 0) {
+		if (r < 0) {
+			rc = -1;
+			break;
+		}
+		struct stream_object o = {.data = g.data.data,
+					  .len = g.data.len,
+					  .name = k->name ? k->name : "",
+					  .namespace = k->namespace ? k->namespace : "",
+					  .resource_version = "",
+					  .kind = ""};
+		kube_meta_rv(g.data.data, g.data.len, &o.rv);
+		rc = fn(ctx, &o) ? -1 : 0;
+	}
+	gen_free(&g);
+	return rc;
+}
+
 /* ---- lists ---- */
 
 enum list_state { LIST_HEAD, LIST_ITEMS, LIST_TAIL, LIST_DONE };
@@ -717,7 +747,7 @@ static void watch_free(void *cls)
 	free(w);
 }
 
-static bool wants_initial_events(const struct request_info *ri)
+bool local_wants_initial_events(const struct request_info *ri)
 {
 	if (ri->send_initial_events_set)
 		return ri->send_initial_events;
@@ -798,7 +828,7 @@ int local_watch(struct proxy *p, struct request *req)
 	char *component = covering_view(p, req, ls, fs, &view_rv);
 	free(ls);
 	free(fs);
-	bool initial = wants_initial_events(ri);
+	bool initial = local_wants_initial_events(ri);
 	/* Initial events from a view never listed would say "there is nothing":
 	 * refuse instead.  A watch from a known rv needs no cached view. */
 	if (initial && !component)

@@ -24,7 +24,9 @@
 #include "http/response.h"
 #include "kube/framing.h"
 #include "proxy/multiplexer.h"
+#include "proxy/local.h"
 #include "proxy/proxy.h"
+#include "proxy/watch_follow.h"
 #include "util/clock.h"
 #include "util/log.h"
 
@@ -77,10 +79,9 @@ struct remote {
 	 * ends when a leader answers again (leaders_generation moved on) */
 	bool until_leader;
 	unsigned long leader_gen;
-	/* a filtered watch whose filters read the topology (servicetopology,
-	 * nodeportisolation): cluster_filter_gen() when its filtering began */
-	bool follows_topology;
-	unsigned long filter_gen;
+	/* a filtered watch whose filters read what may change (the topology,
+	 * the secure port serving): follows it (proxy/watch_follow.h) */
+	struct watch_follow *wf;
 };
 
 /* ---- libcurl callbacks ---- */
@@ -309,24 +310,23 @@ static bool backend_gone(struct remote *r, bool want_headers)
 	return (want_headers || r->long_running) && !atomic_load(&r->b->healthy);
 }
 
-/* A proxied watch cannot filter again what it showed (the cloud's objects
- * are not kept: docs/filters.md): when what its filters read changes, it
- * ends, between two events, with a 410 Expired ERROR event, after which a
- * client-go reflector lists again, filtered as the hub now knows.  true
- * when that event was written. */
-static bool topology_changed(struct remote *r)
+/* When what a filtered watch's filters read changes, it sends, between two
+ * events, what that changes for its client: its objects are read back
+ * from the store, which holds every event it carried (proxy/watch_follow.h,
+ * docs/filters.md).  When it cannot (not cached, ...), it ends there with a
+ * 410 Expired ERROR event, after which a client-go reflector lists again,
+ * filtered as the hub now knows.  true when that event was written. */
+static bool follow_inputs(struct remote *r)
 {
-	static const char expired[] =
-	    "{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"apiVersion\":\"v1\","
-	    "\"metadata\":{},\"status\":\"Failure\",\"message\":\"the hub's filters' view of "
-	    "the cluster changed: list again\",\"reason\":\"Expired\",\"code\":410}}\n";
-	if (!r->follows_topology || cluster_filter_gen(r->p->cluster) == r->filter_gen ||
-	    (r->rw && rewrite_backlog(r->rw)) || !framing_between_events(&r->framing))
+	if (!r->wf || (r->rw && rewrite_backlog(r->rw)) || !framing_between_events(&r->framing))
+		return false;
+	if (watch_follow_step(r->wf, cache_tee_settled(r->tee)) != WATCH_FOLLOW_CANNOT)
 		return false;
 	/* not through pass_on: the cache keeps no ERROR event */
-	if (buf_append(&r->pending, expired, sizeof expired - 1) < 0)
+	size_t n = strlen(watch_follow_expired);
+	if (buf_append(&r->pending, watch_follow_expired, n) < 0)
 		return false;
-	track_framing(r, expired, sizeof expired - 1);
+	track_framing(r, watch_follow_expired, n);
 	return true;
 }
 
@@ -352,10 +352,12 @@ static void pump(struct remote *r, bool want_headers)
 			abort_with(r, "deadline");
 			break;
 		}
-		if (topology_changed(r)) {
+		if (follow_inputs(r)) {
 			abort_with(r, "what the filters read changed: the client lists again");
 			break;
 		}
+		if (have_data(r) && !want_headers)
+			break; /* what the change meant for the client */
 		/* what came and waits goes first; curl is paused meanwhile */
 		if (r->rw && rewrite_backlog(r->rw)) {
 			resume_filtering(r);
@@ -405,6 +407,7 @@ static void remote_free(struct remote *r)
 	upstream_give_back(r->p->up, r->multi, r->easy);
 	if (r->counted_watch)
 		atomic_fetch_sub(&r->p->metrics->open_watches, 1);
+	watch_follow_free(r->wf);
 	if (r->rw) {
 		unsigned long changed, dropped;
 		rewrite_counts(r->rw, &changed, &dropped);
@@ -729,8 +732,9 @@ static enum rewrite_shape shape_of(const struct request_info *ri)
 /* Sets r->rw up when the answer is one the filters chosen for the request
  * can read (2xx JSON, plain or gzip); else it passes as it came.  -1: out
  * of memory (the answer must not pass unfiltered). */
-static int start_filtering(struct remote *r, const struct request_info *ri)
+static int start_filtering(struct remote *r, const struct request *req)
 {
+	const struct request_info *ri = &req->ri;
 	if (!r->filters || r->status < 200 || r->status > 206)
 		return 0;
 	const char *ct = find_header(r, "Content-Type");
@@ -748,10 +752,11 @@ static int start_filtering(struct remote *r, const struct request_info *ri)
 		return -1;
 	rewrite_set_room(r->rw, room_for_client);
 	r->rw_gunzips = gz;
-	r->follows_topology = r->is_watch && (r->filters & (FILTER_BIT(FILTER_SERVICETOPOLOGY) |
-							    FILTER_BIT(FILTER_NODEPORTISOLATION)));
-	r->filter_gen = cluster_filter_gen(r->p->cluster);
-	return 0;
+	int err = 0;
+	if (r->is_watch)
+		r->wf = watch_follow_new(r->p, req, r->rw, r->filters, req->component,
+					 local_wants_initial_events(ri), &err);
+	return err;
 }
 
 /* The bytes that came with the headers, to the cache (the cloud's bytes,
@@ -844,7 +849,7 @@ enum remote_outcome remote_proxy(struct proxy *p, struct request *req, enum cach
 	 * owner: r->body stays valid. */
 	r->owned_body = req->body;
 	req->body = (struct buf)BUF_INIT;
-	if (start_filtering(r, &req->ri) < 0) {
+	if (start_filtering(r, req) < 0) {
 		remote_free(r);
 		return REMOTE_ERROR;
 	}

@@ -19,10 +19,23 @@ node3.  With the watches open, and nothing touching the EndpointSlices
 - after each, the watch's state (its list plus its events) equals a fresh
   list, and a watch resumed from the watch's last resourceVersion carries
   on (no 410, the next change arrives);
-- kube-proxy's Endpoints watch (proxied: Endpoints are not shared) ends with
-  ERROR 410 Expired on a topology change, so that the client lists again;
+- kube-proxy's Endpoints watch (proxied: Endpoints are not shared) gets the
+  MODIFIED with the pool's, then the node's addresses, no 410, its state
+  equal to a fresh list;
 - a python3-kubernetes watch of the slices gets the MODIFIED of a topology
   change, at a resourceVersion it takes.
+
+With sharing off (--pool-scope-resources=), kube-proxy's EndpointSlice and
+Service watches are proxied from the cloud and follow the same way: MODIFIED
+on a topology change, DELETED/ADDED of the NodePort Services when the node
+changes pools, each watch's state equal to a fresh list; a watch from
+resourceVersion 0 gets exactly the changed slice's events.
+
+A secure port that starts serving after the start (bootstrap, the serving
+CSR approved later; issue 24, item 5): kubelet's open Service watch (the
+multiplexer's) gets default/kubernetes MODIFIED to the hub's address and
+port, its open pod watch (proxied) the pod with the hub's
+KUBERNETES_SERVICE_HOST.
 
 Against the sanitizer build, and the release build when it is there.
 """
@@ -114,9 +127,9 @@ def content(obj):
     return o
 
 
-def hub_list(hub, path):
+def hub_list(hub, path, ua=KUBE_PROXY):
     status, _, body = get("127.0.0.1", hub.proxy_port, path,
-                          headers={"User-Agent": KUBE_PROXY, "Accept": "application/json"})
+                          headers={"User-Agent": ua, "Accept": "application/json"})
     return json.loads(body) if status == 200 else None
 
 
@@ -124,17 +137,17 @@ class Watch:
     """kube-proxy's list then watch through the hub, and the state it makes: the list's
     items, with each event applied as a client-go informer applies it."""
 
-    def __init__(self, hub, path, rv=None):
-        self.hub, self.path = hub, path
+    def __init__(self, hub, path, rv=None, ua=KUBE_PROXY):
+        self.hub, self.path, self.ua = hub, path, ua
         if rv is None:
-            lst = hub_list(hub, path)
+            lst = hub_list(hub, path, ua)
             self.state = {key(i): i for i in lst["items"]}
             rv = lst["metadata"]["resourceVersion"]
         else:
             self.state = None  # a resumed watch: only its events are looked at
         self.sock, head, self.raw = open_watch(
-            hub, "%s?watch=true&allowWatchBookmarks=true&resourceVersion=%s" % (path, rv),
-            KUBE_PROXY)
+            hub, "%s%swatch=true&allowWatchBookmarks=true&resourceVersion=%s" %
+            (path, "&" if "?" in path else "?", rv), ua)
         self.ok = b" 200 " in head.split(b"\r\n")[0]
         self.events = []
         self.rv = rv
@@ -177,7 +190,7 @@ class Watch:
     def matches_list(self):
         """(equal, the keys that differ) between the watch's state and a fresh list."""
         self.pump()
-        lst = hub_list(self.hub, self.path)
+        lst = hub_list(self.hub, self.path, self.ua)
         fresh = {key(i): content(i) for i in lst["items"]}
         mine = {k: content(o) for k, o in self.state.items()}
         diff = [k for k in sorted(set(fresh) | set(mine)) if fresh.get(k) != mine.get(k)]
@@ -202,9 +215,23 @@ def event_for(name, types, nodes=None):
     return pred
 
 
+def eps_nodes(obj):
+    return sorted(a.get("nodeName") for s in obj.get("subsets") or []
+                  for a in s.get("addresses") or [])
+
+
+def eps_event(name, nodes):
+    """A MODIFIED of Endpoints name with the addresses of nodes."""
+    def pred(evs):
+        return any(e["type"] == "MODIFIED" and e["object"]["metadata"]["name"] == name and
+                   eps_nodes(e["object"]) == nodes for e in evs)
+    return pred
+
+
 def summary(evs):
     return [(e["type"], e["object"].get("metadata", {}).get("name"),
-             slice_nodes(e["object"]) if "endpoints" in e["object"] else None) for e in evs]
+             slice_nodes(e["object"]) if "endpoints" in e["object"] else
+             eps_nodes(e["object"]) if "subsets" in e["object"] else None) for e in evs]
 
 
 def check_state(t, label, w):
@@ -263,15 +290,11 @@ def run(t, binary, label):
             "the pool's endpoints" % label,
             event_for("app-abcde", ("MODIFIED",), ["node1", "node2"])(evs), summary(evs))
     check_state(t, label + ", nodepool topology", sl)
-    evs = ep.wait(lambda evs: any(e["type"] == "ERROR" for e in evs), "the Endpoints watch's end")
-    lst = hub_list(hub, ENDPOINTS)
-    app_eps = next(i for i in lst["items"] if i["metadata"]["name"] == "app")
-    t.check("%s: the proxied Endpoints watch ends with ERROR 410 Expired, and a new list has "
-            "the pool's addresses" % label,
-            any(e["type"] == "ERROR" and e["object"].get("code") == 410 for e in evs) and
-            sorted(a["nodeName"] for s in app_eps["subsets"] for a in s["addresses"]) ==
-            ["node1", "node2"], summary(evs))
-    ep.close()
+    evs = ep.wait(eps_event("app", ["node1", "node2"]), "MODIFIED app (Endpoints)")
+    t.check("%s: the proxied Endpoints watch gets MODIFIED with the pool's addresses, "
+            "no 410" % label, eps_event("app", ["node1", "node2"])(evs) and
+            not any(e["type"] == "ERROR" for e in evs), summary(evs))
+    check_state(t, label + ", nodepool topology (Endpoints)", ep)
     if py:
         try:
             ev = py.wait_event(lambda e: e["event"] == "MODIFIED" and e.get("name") == "app-abcde",
@@ -289,6 +312,12 @@ def run(t, binary, label):
     t.check("%s: topology nodepool -> hostname: MODIFIED with this node's endpoint only" %
             label, event_for("app-abcde", ("MODIFIED",), ["node1"])(evs), summary(evs))
     check_state(t, label + ", hostname topology", sl)
+    evs = ep.wait(eps_event("app", ["node1"]), "MODIFIED app (Endpoints)")
+    t.check("%s: topology nodepool -> hostname: the proxied Endpoints watch gets MODIFIED "
+            "with this node's address only" % label, eps_event("app", ["node1"])(evs) and
+            not any(e["type"] == "ERROR" for e in evs), summary(evs))
+    check_state(t, label + ", hostname topology (Endpoints)", ep)
+    ep.close()
     check_resume(t, hub, label + ", after the topology changes", sl, double,
                  slice_for("plain"), "plain-abcde")
     # a list made before a change, its watch opened after it: the change is
@@ -355,9 +384,198 @@ def run(t, binary, label):
     double.stop()
 
 
+def proxied_requests(double):
+    return double.state()["requests_by_user_agent"].get("kube-proxy", 0)
+
+
+def run_unshared(t, binary, label):
+    """Sharing off (--pool-scope-resources=): kube-proxy's EndpointSlice and Service
+    watches are proxied from the cloud, and follow as the multiplexer's do."""
+    label += ", sharing off"
+    double = Double(t.workdir, ["--node", "node1", "--node", "node2", "--node", "node3",
+                                "--pool", "pool-a"])
+    t.cleanups.append(double.stop)
+    seed(double)
+    hub = Hub(t.workdir, [double.url], binary=binary, name="hub-unshared-" + label.split(",")[0],
+              extra=["--pool-scope-resources="])
+    t.cleanups.append(hub.stop)
+    app = service("app", annotations={TOPOLOGY: "kubernetes.io/hostname"})
+    wait_for(lambda: slice_nodes(next(i for i in hub_list(hub, SLICES)["items"]
+                                      if i["metadata"]["name"] == "app-abcde")) == ["node1"],
+             30, what="the hub's filters to know the app's topology")
+    before = proxied_requests(double)
+    sl, sv = Watch(hub, SLICES), Watch(hub, SERVICES)
+    # a watch from "0": its initial events went through its follow, so a change sends
+    # only the objects it changes
+    zero = Watch(hub, SLICES, rv="0")
+    t.check("%s: kube-proxy's watches are proxied to the cloud" % label,
+            sl.ok and sv.ok and zero.ok and proxied_requests(double) >= before + 5,
+            "%s -> %s" % (before, proxied_requests(double)))
+    zero.wait(lambda evs: any(e["type"] == "ADDED" and e["object"]["metadata"].get("name") ==
+                              "plain-abcde" for e in evs), "the initial events")
+    mark = len(zero.events)
+    app["metadata"]["annotations"][TOPOLOGY] = "openyurt.io/nodepool"
+    double.put_object(app)
+    evs = sl.wait(event_for("app-abcde", ("MODIFIED",), ["node1", "node2"]), "MODIFIED app")
+    t.check("%s: topology hostname -> nodepool: the proxied slice watch gets MODIFIED with "
+            "the pool's endpoints, no 410" % label,
+            event_for("app-abcde", ("MODIFIED",), ["node1", "node2"])(evs) and
+            not any(e["type"] == "ERROR" for e in evs), summary(evs))
+    check_state(t, label + ", nodepool topology", sl)
+    app["metadata"]["annotations"][TOPOLOGY] = "kubernetes.io/hostname"
+    double.put_object(app)
+    evs = sl.wait(event_for("app-abcde", ("MODIFIED",), ["node1"]), "MODIFIED app")
+    t.check("%s: topology nodepool -> hostname: MODIFIED with this node's endpoint only" %
+            label, event_for("app-abcde", ("MODIFIED",), ["node1"])(evs), summary(evs))
+    check_state(t, label + ", hostname topology", sl)
+    zero.wait(event_for("app-abcde", ("MODIFIED",), ["node1"]), "MODIFIED app")
+    evs = zero.events[mark:]
+    t.check("%s: a watch from resourceVersion 0 gets the two MODIFIED of app's slice and "
+            "nothing of the slices the changes leave alone" % label,
+            [x[0:3] for x in summary(evs) if x[0] != "BOOKMARK"] ==
+            [("MODIFIED", "app-abcde", ["node1", "node2"]),
+             ("MODIFIED", "app-abcde", ["node1"])], summary(evs))
+    zero.close()
+    check_resume(t, hub, label + ", after the topology changes", sl, double,
+                 slice_for("plain"), "plain-abcde")
+    # this node moves to pool-b: the proxied Service watch drops np-a and adds np-b
+    double.put_object(nodepool("pool-a", ["node2"]))
+    double.put_object(nodepool("pool-b", ["node1", "node3"]))
+    set_node_pool(double, "node1", "pool-b")
+    evs = sv.wait(lambda evs: event_for("np-a", ("DELETED",))(evs) and
+                  event_for("np-b", ("ADDED", "MODIFIED"))(evs), "np-a DELETED, np-b ADDED")
+    t.check("%s: node1 moves to pool-b: the proxied service watch loses np-a (DELETED) and "
+            "gets np-b" % label, event_for("np-a", ("DELETED",))(evs) and
+            event_for("np-b", ("ADDED", "MODIFIED"))(evs) and
+            not any(e["type"] == "ERROR" for e in evs), summary(evs))
+    check_state(t, label + ", node in pool-b (services)", sv)
+    set_node_pool(double, "node1", "pool-a")
+    evs = sv.wait(event_for("np-b", ("DELETED",)), "np-b DELETED")
+    t.check("%s: node1 back in pool-a: np-b DELETED (the watch knows the client holds it)"
+            % label, event_for("np-b", ("DELETED",))(evs), summary(evs))
+    check_state(t, label + ", node back in pool-a (services)", sv)
+    sl.close()
+    sv.close()
+    hub.stop()
+    double.stop()
+
+
+KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
+HUB_HOST = "169.254.2.1"
+CLOUD_HOST = "api.example.com"
+NODE_PODS = "/api/v1/pods?fieldSelector=spec.nodeName%3Dnode1"
+
+
+def env_pod(name):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": "node1", "containers": [{
+                "name": "c", "image": "busybox",
+                "env": [{"name": "KUBERNETES_SERVICE_HOST", "value": CLOUD_HOST},
+                        {"name": "KUBERNETES_SERVICE_PORT", "value": "6443"}]}]}}
+
+
+def name_of(ev):
+    m = ev.get("object", {}).get("metadata", {})
+    return "%s/%s" % (m.get("namespace", ""), m.get("name"))
+
+
+def kube_svc(obj):
+    """default/kubernetes's clusterIP and https port."""
+    spec = obj.get("spec", {})
+    https = [p["port"] for p in spec.get("ports", []) if p.get("name") == "https"]
+    return spec.get("clusterIP"), https[0] if https else None
+
+
+def run_late_certificate(t, binary, label):
+    """The secure port starts serving after the start (bootstrap; the serving CSR approved
+    later): kubelet's open watches of Services (the multiplexer's) and of its pods
+    (proxied) get default/kubernetes and the pod rewritten to the hub (issue 24, item 5)."""
+    import hashlib
+    import threading
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+    from harness import free_port
+    from test_filter_odd import approve, csrs
+    label += ", late certificate"
+    tag = label.split(",")[0]
+    token = "abcdef.0123456789abcdef"
+    pki = os.path.join(t.workdir, "pki-" + tag)
+    cloud = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--pki-dir", pki,
+                               "--bootstrap-token", token])
+    t.cleanups.append(cloud.stop)
+    cloud.put_object(env_pod("web"))
+    with open(os.path.join(pki, "ca.crt"), "rb") as f:
+        spki = x509.load_pem_x509_certificate(f.read()).public_key().public_bytes(
+            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    stop = threading.Event()
+
+    def approver():  # yurt-manager, for the client certificate only
+        while not stop.is_set():
+            approve(cloud, "kubernetes.io/kube-apiserver-client")
+            stop.wait(0.2)
+    th = threading.Thread(target=approver, daemon=True)
+    th.start()
+    port = free_port()
+    try:
+        hub = Hub(t.workdir, ["https://127.0.0.1:%d" % cloud.port], name="hub-late-" + tag,
+                  binary=binary,
+                  extra=["--join-token=" + token, "--root-dir=" + os.path.join(
+                      t.workdir, "root-" + tag), "--discovery-token-ca-cert-hash=sha256:" +
+                         hashlib.sha256(spki).hexdigest(), "--proxy-secure-port=%d" % port])
+    finally:
+        stop.set()
+        th.join()
+    t.cleanups.append(hub.stop)
+    def kubelet_requests():
+        return cloud.state()["requests_by_user_agent"].get("kubelet", 0)
+    before = kubelet_requests()
+    svc = Watch(hub, SERVICES, ua=KUBELET)
+    shared = kubelet_requests() == before
+    pods = Watch(hub, NODE_PODS, ua=KUBELET)
+    proxied = kubelet_requests() >= before + 2
+    k = svc.state.get("default/kubernetes", {})
+    t.check("%s: kubelet's Service watch is the multiplexer's, its pod watch proxied" % label,
+            shared and proxied, "%s -> %s" % (before, kubelet_requests()))
+    t.check("%s: before it, kubelet's watches hold the cloud's kubernetes Service and pod" %
+            label, svc.ok and pods.ok and kube_svc(k)[0] not in (None, HUB_HOST) and
+            pods.state["default/web"]["spec"]["containers"][0]["env"][0]["value"] ==
+            CLOUD_HOST, repr(kube_svc(k)))
+    wait_for(lambda: [c for c in csrs(cloud)
+                      if c["spec"].get("signerName") == "kubernetes.io/kubelet-serving"],
+             30, what="the serving CSR")
+    t.check("%s: the serving CSR approved" % label,
+            approve(cloud, "kubernetes.io/kubelet-serving") == 1)
+
+    def svc_moved(evs):
+        return any(e["type"] == "MODIFIED" and name_of(e) == "default/kubernetes" and
+                   kube_svc(e["object"]) == (HUB_HOST, port) for e in evs)
+    evs = svc.wait(svc_moved, "default/kubernetes MODIFIED to the hub")
+    t.check("%s: the open Service watch gets MODIFIED: default/kubernetes at the hub's "
+            "address and secure port" % label, svc_moved(evs),
+            [(e["type"], name_of(e)) for e in evs if e["type"] != "BOOKMARK"])
+    check_state(t, label + " (services)", svc)
+
+    def pod_moved(evs):
+        return any(e["type"] == "MODIFIED" and name_of(e) == "default/web" and
+                   e["object"]["spec"]["containers"][0]["env"][0]["value"] == HUB_HOST
+                   for e in evs)
+    evs = pods.wait(pod_moved, "the pod MODIFIED to the hub")
+    t.check("%s: the open (proxied) pod watch gets MODIFIED: KUBERNETES_SERVICE_HOST is the "
+            "hub's" % label, pod_moved(evs),
+            [(e["type"], name_of(e)) for e in evs if e["type"] != "BOOKMARK"])
+    check_state(t, label + " (pods)", pods)
+    svc.close()
+    pods.close()
+    hub.stop()
+    cloud.stop()
+
+
 def main():
     t = Suite("filter_follow")
     each_build(lambda label, binary: run(t, binary, label))
+    each_build(lambda label, binary: run_unshared(t, binary, label))
+    each_build(lambda label, binary: run_late_certificate(t, binary, label))
     sys.exit(t.finish())
 
 

@@ -287,12 +287,136 @@ static void test_refilter_topology(void **state)
 	follow_free(f);
 }
 
+/* A proxied watch's content comes from the store an object at a time; a
+ * client that listed before the watch holds what the follow never showed
+ * (unknown): every object is sent as now filtered, then only changes, and
+ * what the store no longer has is forgotten. */
+static void test_refilter_steps(void **state)
+{
+	(void)state;
+	struct got g = {0};
+	struct object o[3];
+	env.pool_name = "pool-a";
+	struct follow *f = follow_new(ISOLATION, &SERVICES, &REF, record_event, &g);
+	assert_non_null(f);
+	nodeport(&o[0], "np-a", "pool-a", 10);
+	nodeport(&o[1], "np-b", "pool-b", 11);
+	nodeport(&o[2], "np-all", "*", 12);
+
+	assert_int_equal(follow_refilter_begin(f), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(follow_refilter_object(f, &o[i].meta, 30, true), 0);
+	assert_int_equal(follow_refilter_end(f), 0);
+	assert_int_equal(g.n, 3);
+	assert_int_equal(g.type[0], WATCH_MODIFIED);
+	assert_int_equal(g.type[1], WATCH_DELETED);
+	assert_string_equal(name_of(&g, 1), "np-b");
+	assert_int_equal(g.type[2], WATCH_MODIFIED);
+	for (size_t i = 0; i < 3; i++)
+		assert_string_equal(rv_of(&g, i), "30");
+	assert_int_equal(follow_held(f), 1); /* np-b, dropped */
+	got_reset(&g);
+
+	/* known now: nothing moved, nothing sent */
+	assert_int_equal(follow_refilter_begin(f), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(follow_refilter_object(f, &o[i].meta, 31, false), 0);
+	assert_int_equal(follow_refilter_end(f), 0);
+	assert_int_equal(g.n, 0);
+
+	/* np-b gone from the store without an event: forgotten */
+	assert_int_equal(follow_refilter_begin(f), 0);
+	assert_int_equal(follow_refilter_object(f, &o[0].meta, 32, false), 0);
+	assert_int_equal(follow_refilter_end(f), 0);
+	assert_int_equal(g.n, 0);
+	assert_int_equal(follow_held(f), 0);
+
+	/* the node moves to pool-b: np-b, dropped before and now not held,
+	 * is kept: as the source has it, nothing to say; np-a goes */
+	env.pool_name = "pool-b";
+	assert_int_equal(follow_refilter_begin(f), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(follow_refilter_object(f, &o[i].meta, 33, false), 0);
+	assert_int_equal(follow_refilter_end(f), 0);
+	assert_int_equal(g.n, 1);
+	assert_int_equal(g.type[0], WATCH_DELETED);
+	assert_string_equal(name_of(&g, 0), "np-a");
+	got_reset(&g);
+	env.pool_name = "pool-a";
+	follow_free(f);
+}
+
+/* A streamed watch's object events go through a follow (rewrite_on_event),
+ * which writes them back through the rewriter; bookmarks pass as they are,
+ * and the rewriter says the newest resourceVersion. */
+struct hooked {
+	struct rewrite *rw;
+	struct follow *f;
+	char out[4096];
+	size_t len;
+};
+
+static int hooked_out(void *ctx, const char *data, size_t len)
+{
+	struct hooked *h = ctx;
+	assert_true(h->len + len < sizeof h->out);
+	memcpy(h->out + h->len, data, len);
+	h->len += len;
+	h->out[h->len] = 0;
+	return 0;
+}
+
+static int hooked_emit(void *ctx, enum watch_type type, const char *data, size_t len)
+{
+	struct hooked *h = ctx;
+	return rewrite_emit_event(h->rw, type, data, len);
+}
+
+static int hooked_event(void *ctx, enum watch_type type, const struct stream_object *o)
+{
+	struct hooked *h = ctx;
+	return follow_event(h->f, type, o);
+}
+
+static void test_rewrite_hook(void **state)
+{
+	(void)state;
+	struct hooked h = {0};
+	env.pool_name = "pool-a";
+	h.rw = rewrite_new(REWRITE_WATCH, false, ISOLATION, &SERVICES, &REF, hooked_out, &h);
+	h.f = follow_new(ISOLATION, &SERVICES, &REF, hooked_emit, &h);
+	assert_non_null(h.rw);
+	assert_non_null(h.f);
+	rewrite_on_event(h.rw, hooked_event, &h);
+	struct object a, b;
+	nodeport(&a, "np-a", "pool-a", 40);
+	nodeport(&b, "np-b", "pool-b", 41);
+	char in[2048];
+	snprintf(in, sizeof in,
+		 "{\"type\":\"ADDED\",\"object\":%s}\n{\"type\":\"ADDED\",\"object\":%s}\n"
+		 "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{\"resourceVersion\":\"45\"}}}\n",
+		 a.json, b.json);
+	assert_int_equal(rewrite_feed(h.rw, in, strlen(in)), 0);
+	assert_non_null(
+	    strstr(h.out, "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"np-a\""));
+	assert_non_null(
+	    strstr(h.out, "{\"type\":\"DELETED\",\"object\":{\"metadata\":{\"name\":\"np-b\""));
+	assert_non_null(strstr(h.out, "\"BOOKMARK\""));
+	assert_int_equal(follow_held(h.f), 1); /* the follow saw np-b dropped */
+	assert_int_equal(rewrite_last_rv(h.rw), 45);
+	assert_int_equal(rewrite_finish(h.rw), 0);
+	follow_free(h.f);
+	rewrite_free(h.rw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_events),
 	    cmocka_unit_test(test_refilter_pool_move),
 	    cmocka_unit_test(test_refilter_topology),
+	    cmocka_unit_test(test_refilter_steps),
+	    cmocka_unit_test(test_rewrite_hook),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
