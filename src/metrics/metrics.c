@@ -468,6 +468,12 @@ int metrics_render(struct metrics *m, struct buf *o)
 				"(items, bytes, copies of one object).",
 				(long long)atomic_load(&m->cache_lists_refused));
 	rc = rc ? rc
+		: render_simple(o, "yurthub_cache_objects_skipped_total", "counter",
+				"Objects left out of a stored list or watch event because no store "
+				"key can name them (a NUL or a '/' in the name, \"..\"); the rest "
+				"is stored, and clients get them as the cloud sent them.",
+				(long long)atomic_load(&m->cache_objects_skipped));
+	rc = rc ? rc
 		: render_simple(o, "yurthub_cache_queue_bytes", "gauge",
 				"Bytes of responses waiting to be written to the store.",
 				atomic_load(&m->cache_queue_bytes));

@@ -59,7 +59,10 @@ struct metrics {
 	_Atomic uint64_t cache_failures[CACHE_OP_N];
 	_Atomic uint64_t cache_dropped;	      /* streams whose caching was abandoned */
 	_Atomic uint64_t cache_lists_refused; /* over cache/list_bounds.h: not cached */
-	struct histogram store_seconds;	      /* one store call */
+	/* objects left out of a stored list or event: no store key can name
+	 * them (a NUL in the name, "..", a '/'); the rest is stored */
+	_Atomic uint64_t cache_objects_skipped;
+	struct histogram store_seconds; /* one store call */
 	atomic_long cache_queue_bytes;
 
 	/* offline */
