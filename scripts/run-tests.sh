@@ -55,6 +55,7 @@ py:tests/e2e/test_autonomy.py
 py:tests/e2e/test_follow_node.py
 py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
+py:tests/e2e/test_etcd_nospace.py
 py:tests/e2e/test_hostile_upstream.py
 py:tests/e2e/test_memory_bounds.py
 py:tests/e2e/test_hostile_client.py

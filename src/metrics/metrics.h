@@ -75,6 +75,11 @@ struct metrics {
 	_Atomic int64_t cached_objects;
 	/* cache/autonomy.h's verdict, 1 or 0; -1 before the first (left out) */
 	atomic_int autonomy_ready;
+	/* the etcd store's NOSPACE alarm (etcd/client.h, struct etcd_nospace),
+	 * set by the hub at each scrape: 1 or 0, and the writes refused; -1:
+	 * no etcd store (left out) */
+	atomic_int store_nospace;
+	_Atomic int64_t store_nospace_refused;
 
 	/* process_start_time_seconds: Unix time of metrics_init() */
 	double start_time;
