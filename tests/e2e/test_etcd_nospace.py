@@ -18,6 +18,7 @@ Run against the sanitizer build and, when it is there, the release build.
 import json
 import os
 import sys
+import time
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -76,6 +77,7 @@ def run(t, double, binary, tag):
             readyz(hub)[2].decode(errors="replace"))
 
     warned_before = len(warnings(hub))
+    t0 = time.monotonic()
     filled = fill(etcd)
     _, alarms = etcd.ctl("alarm", "list")
     t.check("%s: etcd is full (NOSPACE alarm after %s puts)" % (tag, filled),
@@ -99,8 +101,10 @@ def run(t, double, binary, tag):
     t.check("%s: yurthub_store_nospace is 1, the refused writes counted (%s)" % (tag, refused),
             hub.metric("yurthub_store_nospace") == 1 and refused >= CHURN, refused)
     named = log_lines(hub, NAMED)
-    t.check("%s: the log names it once (not once per write: %d refused)" % (tag, refused),
-            len(named) == 1, "\n".join(named))
+    # once a minute: once, unless this machine took more than a minute
+    minutes = int((time.monotonic() - t0) / 60)
+    t.check("%s: the log names it once a minute (not once per write: %d refused)"
+            % (tag, refused), 1 <= len(named) <= 1 + minutes, "\n".join(named))
     t.check("%s: ... with what to do" % tag,
             named and all(w in named[0] for w in ("etcdctl compact", "etcdctl defrag",
                                                   "--quota-backend-bytes",
@@ -108,8 +112,11 @@ def run(t, double, binary, tag):
     t.check("%s: never as \"request too large\"" % tag,
             not log_lines(hub, "request too large"), log_lines(hub, "request too large")[:3])
     warned = warnings(hub)[warned_before:]
-    t.check("%s: the whole log stays short (%d warnings for %d refused writes)"
-            % (tag, len(warned), refused), len(warned) < 15, "\n".join(warned[:30]))
+    # the cache's own warning: at most one per kind of write (3) every 10 s;
+    # and a few others may come (the cloud's health, autonomy)
+    bound = 5 + minutes + 3 * (int((time.monotonic() - t0) / 10) + 1)
+    t.check("%s: the whole log stays short (%d warnings for %d refused writes, at most %d)"
+            % (tag, len(warned), refused, bound), len(warned) <= bound, "\n".join(warned[:30]))
     s, _, ready = readyz(hub)
     t.check("%s: readyz?verbose says it, the hub staying ready" % tag,
             s == 200 and b"[-]store-space etcd is out of space (NOSPACE alarm)" in ready and
