@@ -57,6 +57,7 @@ py:tests/e2e/test_migrate.py
 py:tests/e2e/test_etcd_hub.py
 py:tests/e2e/test_etcd_abandoned.py
 py:tests/e2e/test_store_garbage.py
+py:tests/e2e/test_etcd_nospace.py
 py:tests/e2e/test_hostile_upstream.py
 py:tests/e2e/test_memory_bounds.py
 py:tests/e2e/test_hostile_client.py

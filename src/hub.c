@@ -42,6 +42,7 @@
 #include "server/server.h"
 #include "storage/disk.h"
 #include "storage/etcd.h"
+#include "util/clock.h"
 #include "util/log.h"
 #include "version.h"
 
@@ -258,6 +259,19 @@ static void hub_chores(void *ctx)
 	sa_keys_refresh(h->sa_keys);
 }
 
+/* The etcd store's NOSPACE alarm, for the gauge and /v1/readyz?verbose;
+ * false for the disk store. */
+static bool judge_store_space(struct hub *h, struct etcd_nospace *out)
+{
+	memset(out, 0, sizeof *out);
+	if (h->cfg->storage != STORAGE_ETCD)
+		return false;
+	etcd_store_nospace(h->store, out);
+	atomic_store(&h->metrics.store_nospace, out->now ? 1 : 0);
+	atomic_store(&h->metrics.store_nospace_refused, (int64_t)out->refused);
+	return true;
+}
+
 /* /v1/readyz?verbose: each check on a line, as kube-apiserver's, and the
  * autonomy verdict, which does not make the hub unready. */
 static int readyz_verbose(struct hub *h, struct request *req, int code, const char *failed)
@@ -280,6 +294,18 @@ static int readyz_verbose(struct hub *h, struct request *req, int code, const ch
 				h->cfg->proxy_secure_port
 				    ? "the secure port has no serving certificate"
 				    : "--proxy-secure-port=0");
+	/* a full etcd does not make the hub unready either: it proxies, and
+	 * answers offline from what is cached; it only caches nothing new */
+	struct etcd_nospace ns;
+	if (rc == 0 && judge_store_space(h, &ns) && ns.now)
+		rc = buf_printf(
+		    &b,
+		    "[-]store-space etcd is out of space (NOSPACE alarm) for %lld s, %lu "
+		    "writes refused: nothing new is cached; compact and defrag etcd or "
+		    "raise its --quota-backend-bytes, then `etcdctl alarm disarm`\n",
+		    (long long)((clock_now_ms() - ns.since_ms) / 1000), ns.refused);
+	else if (rc == 0 && h->cfg->storage == STORAGE_ETCD)
+		rc = buf_printf(&b, "[+]store-space ok\n");
 	rc = rc ? rc : buf_printf(&b, "readyz check %s\n", code == 200 ? "passed" : "failed");
 	if (rc < 0) {
 		buf_free(&b);
@@ -331,7 +357,9 @@ static int hub_endpoint(void *ctx, struct request *req)
 	if (n == 8 && !strncmp(path, "/metrics", n)) {
 		if (atomic_load(&h->ready)) {
 			char why[256];
+			struct etcd_nospace ns;
 			judge_autonomy(h, why, sizeof why);
+			judge_store_space(h, &ns);
 		}
 		struct buf b = BUF_INIT;
 		if (metrics_render(&h->metrics, &b) < 0) {

@@ -26,6 +26,7 @@
 #include "kube/selector.h"
 #include "kube/stream.h"
 #include "util/log.h"
+#include "util/once.h"
 
 #define QUEUE_BYTES_MAX	   (64u << 20) /* all workers together */
 #define OBJECT_BYTES_MAX   (32u << 20) /* a single GET response kept for the cache */
@@ -140,6 +141,7 @@ struct cache_manager {
 	struct list_limits list_limits; /* LIST_LIMITS_DEFAULT; tests set others */
 	/* the hub stops: lists are dropped, not decoded (cache_manager_stop) */
 	atomic_bool stopping;
+	struct once_table skipped_logged; /* skip_object's */
 };
 
 /* ---- streams ---- */
@@ -418,6 +420,44 @@ static enum store_err put_object(struct store *s, const struct store_key *k, con
 	return e == STORE_CONFLICT ? STORE_OK : e;
 }
 
+/* Why the store refused one object of a list or watch, when it refused
+ * that object only (store_item_check: no key can name it, or it is not
+ * under the view's namespace) and may go on with the others; NULL for any
+ * other answer. */
+static const char *refused_why(enum store_err e)
+{
+	switch (e) {
+	case STORE_BAD_KEY:
+		return "its name or namespace cannot be a store key (empty, \".\" or \"..\", "
+		       "a '/' or a control byte, the prefix \"tmp_\", over 253 bytes)";
+	case STORE_INVALID_CONTENT:
+		return "its namespace is not the one its list or watch is of";
+	case STORE_EMPTY_CONTENT:
+		return "it has no bytes";
+	default:
+		return NULL;
+	}
+}
+
+/* One object the cache cannot keep (why): left out, and only it - the
+ * rest of its list or watch is stored, so that one odd object in the cloud
+ * does not cost the node every other object offline.  The client got it
+ * as the cloud sent it.  Counted, and logged once per object (by its
+ * bytes), not every time kubelet lists it again. */
+static void skip_object(struct cache_manager *cm, const struct stream *st, const char *ns,
+			const char *name, const char *data, size_t len, const char *why)
+{
+	atomic_fetch_add(&cm->m->cache_objects_skipped, 1);
+	if (!once_first(&cm->skipped_logged, data, len))
+		return;
+	/* the log escapes what is not printable */
+	log_warn("cache: %s %s: object %s%s%s (%zu bytes) is not cached, only it: %s; clients "
+		 "get it as the cloud sent it (yurthub_cache_objects_skipped_total; logged once "
+		 "per object)",
+		 st->component, st->path, ns && *ns ? ns : "", ns && *ns ? "/" : "",
+		 name && *name ? name : "<unreadable name>", len, why);
+}
+
 /* The keys of an object for a stream: from the request, completed by the
  * object's own metadata (a create's name comes from the response). */
 static enum store_err stream_key(struct cache_manager *cm, const struct stream *st, const char *ns,
@@ -493,11 +533,14 @@ static void do_object(struct cache_manager *cm, struct job *j)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	struct kube_meta meta;
 	enum store_err e = STORE_INVALID_CONTENT;
-	/* a name with a NUL, cut there, would be another object's key */
-	if (kube_meta_parse(j->data, j->len, &meta) == 0 && meta.name && *meta.name &&
-	    !meta.nul_in_name) {
+	const char *skip = NULL;
+	if (kube_meta_parse(j->data, j->len, &meta) == 0 && meta.nul_in_name) {
+		/* cut at the NUL, the name would be another object's key */
+		skip = "a NUL byte in its name or namespace";
+	} else if (meta.name && *meta.name) {
 		struct store_key k;
 		e = stream_key(cm, j->st, meta.namespace, meta.name, &k);
+		skip = refused_why(e);
 		local_changes_saw_cloud_rv(cm->changes, meta.rv, false);
 		if (e == STORE_OK) {
 			if (!cloud_over_local(cm, NULL, &k, STORE_EVENT_PUT, j->data, j->len,
@@ -506,7 +549,12 @@ static void do_object(struct cache_manager *cm, struct job *j)
 			store_key_free(&k);
 		}
 	}
+	if (skip)
+		skip_object(cm, j->st, meta.namespace, meta.nul_in_name ? "" : meta.name, j->data,
+			    j->len, skip);
 	kube_meta_free(&meta);
+	if (skip)
+		return;
 	count(cm, CACHE_OP_OBJECT, e, &t0, j->st);
 	if (e != STORE_OK)
 		log_v(2, "cache: %s %s: not stored: %s", j->st->component, j->st->path,
@@ -529,6 +577,9 @@ static void do_event(struct cache_manager *cm, struct job *j)
 		if (!cloud_over_local(cm, j->st, &k, type, j->data, j->len, j->rv, &e))
 			e = store_view_event(cm->store, &v, &k, type, j->data, j->len, j->rv);
 		store_key_free(&k);
+	} else if (refused_why(e)) {
+		skip_object(cm, j->st, j->ns, j->name, j->data, j->len, refused_why(e));
+		return;
 	}
 	count(cm, CACHE_OP_WATCH_EVENT, e, &t0, j->st);
 	if (e != STORE_OK)
@@ -683,6 +734,10 @@ static void list_add_item(struct cache_manager *cm, struct stream *st,
 {
 	if (!st->session || list_cancelled(cm, st))
 		return;
+	if (o->odd) {
+		skip_object(cm, st, o->namespace, o->name, o->data, o->len, o->odd);
+		return;
+	}
 	const char *over = st->bounds ? list_bounds_add(st->bounds, o->namespace, o->name, o->len)
 				      : "out of memory";
 	if (over) {
@@ -702,7 +757,9 @@ static void list_add_item(struct cache_manager *cm, struct stream *st,
 		store_key_free(&k);
 	}
 	enum store_err e = store_replace_add(st->session, &it);
-	if (e != STORE_OK)
+	if (refused_why(e))
+		skip_object(cm, st, o->namespace, o->name, o->data, o->len, refused_why(e));
+	else if (e != STORE_OK)
 		list_fail(cm, st, e);
 }
 
@@ -945,6 +1002,7 @@ struct cache_manager *cache_manager_new(struct store *s, struct metrics *m, int 
 	pthread_mutex_init(&cm->park_lock, NULL);
 	pthread_mutex_init(&cm->trouble.lock, NULL);
 	pthread_mutex_init(&cm->pieces.lock, NULL);
+	pthread_mutex_init(&cm->skipped_logged.lock, NULL);
 	cm->park_seconds = PARK_SECONDS;
 	cm->list_limits = LIST_LIMITS_DEFAULT;
 	int wanted = cm->nworkers, started = 0;
@@ -1041,6 +1099,7 @@ void cache_manager_free(struct cache_manager *cm)
 	pthread_mutex_destroy(&cm->trouble.lock);
 	pieces_free(&cm->pieces);
 	pthread_mutex_destroy(&cm->pieces.lock);
+	pthread_mutex_destroy(&cm->skipped_logged.lock);
 	free(cm->workers);
 	free(cm);
 }
@@ -1095,6 +1154,11 @@ static int on_watch_event(void *ctx, const struct watch_event *ev)
 	struct cache_tee *t = ctx;
 	if (ev->type == WATCH_ERROR)
 		return 1; /* the cache side ends here; the client still gets everything */
+	if (ev->object.odd) {
+		skip_object(t->cm, t->st, ev->object.namespace, ev->object.name, ev->object.data,
+			    ev->object.len, ev->object.odd);
+		return 0;
+	}
 	if (ev->type == WATCH_BOOKMARK) {
 		struct job *j = job_new(JOB_BOOKMARK, t->st);
 		if (!j)
@@ -1178,7 +1242,10 @@ struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
 	if (mode == CACHE_LIST) {
 		/* decoded by the worker: the client's bytes only get copied */
 		t->st->cm = cm;
-		if (!(t->st->ld = list_decoder_new(on_list_item, t->st)) ||
+		/* an object no key can name is skipped, not the list */
+		if ((t->st->ld = list_decoder_new(on_list_item, t->st)))
+			list_decoder_tolerate_odd(t->st->ld);
+		if (!t->st->ld ||
 		    (gzip && !(t->st->gz = gunzip_new(INFLATE_MAX, decode_list, t->st))))
 			goto fail;
 		struct job *j =
@@ -1191,8 +1258,10 @@ struct cache_tee *cache_tee_new(struct cache_manager *cm, enum cache_mode mode,
 		enqueue(cm, j, false);
 	} else if (gzip && !(t->gz = gunzip_new(INFLATE_MAX, decode, t))) {
 		goto fail;
-	} else if (mode == CACHE_WATCH && !(t->wd = watch_decoder_new(on_watch_event, t))) {
-		goto fail;
+	} else if (mode == CACHE_WATCH) {
+		if (!(t->wd = watch_decoder_new(on_watch_event, t)))
+			goto fail;
+		watch_decoder_tolerate_odd(t->wd);
 	}
 	return t;
 fail:

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "util/base64.h"
+#include "util/clock.h"
 #include "util/log.h"
 
 #define DEFAULT_TIMEOUT_MS	   5000L
@@ -31,6 +32,9 @@
 /* etcd's raft request header and the txn's own framing, from above */
 #define WIRE_FIXED 64
 
+/* at most one NOSPACE line a minute */
+#define NOSPACE_LOG_MS 60000
+
 struct etcd_client {
 	char **endpoints; /* without a trailing '/' */
 	size_t n;
@@ -38,7 +42,10 @@ struct etcd_client {
 	char *ca_file, *cert_file, *key_file;
 	long timeout_ms, connect_timeout_ms;
 	struct curl_slist *headers;
-	pthread_mutex_t lock; /* guards idle */
+	pthread_mutex_t lock; /* guards idle, nospace */
+	struct etcd_nospace nospace;
+	unsigned long nospace_unlogged; /* refused since the last line */
+	int64_t nospace_logged_ms;	/* 0: no line this spell */
 	CURL *idle[POOL_MAX];
 	size_t nidle;
 	bool curl_ready;
@@ -80,6 +87,8 @@ const char *etcd_strerror(enum etcd_err e)
 		return "too many operations in txn";
 	case ETCD_TOO_LARGE:
 		return "request too large";
+	case ETCD_NOSPACE:
+		return "etcd is out of space (NOSPACE alarm)";
 	case ETCD_COMPACTED:
 		return "revision compacted";
 	case ETCD_PROTOCOL:
@@ -330,12 +339,71 @@ static enum etcd_err transport_error(struct attempt *a, CURLcode rc)
 	return fail(ETCD_UNAVAILABLE, "etcd %s%s: %s", ep_name(a), a->path, why);
 }
 
+/* ---- the NOSPACE alarm (client.h, struct etcd_nospace) ---- */
+
+static void nospace_refused(struct etcd_client *c)
+{
+	int64_t now = clock_now_ms();
+	pthread_mutex_lock(&c->lock);
+	struct etcd_nospace *n = &c->nospace;
+	n->refused++;
+	c->nospace_unlogged++;
+	if (!n->now) {
+		n->now = true;
+		n->since_ms = now;
+	}
+	bool first = !c->nospace_logged_ms;
+	bool say = first || now - c->nospace_logged_ms >= NOSPACE_LOG_MS;
+	unsigned long count = c->nospace_unlogged;
+	if (say) {
+		c->nospace_logged_ms = now;
+		c->nospace_unlogged = 0;
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (say)
+		log_warn(
+		    "etcd is out of space (NOSPACE alarm: its database reached "
+		    "--quota-backend-bytes): it refuses every write (%lu refused %s); "
+		    "the hub answers from what is cached, and new data is not cached. To free "
+		    "space: `etcdctl compact <current revision>`, then `etcdctl defrag` on each "
+		    "member, or raise etcd's --quota-backend-bytes; then `etcdctl alarm disarm` "
+		    "(docs/etcd-store.md). Said once a minute",
+		    count, first ? "so far" : "since the last line");
+}
+
+/* A write with a put succeeded: the alarm is over. */
+static void nospace_write_ok(struct etcd_client *c)
+{
+	pthread_mutex_lock(&c->lock);
+	bool was = c->nospace.now;
+	unsigned long refused = c->nospace.refused;
+	int64_t since = c->nospace.since_ms;
+	c->nospace.now = false;
+	c->nospace.since_ms = 0;
+	c->nospace_logged_ms = 0;
+	c->nospace_unlogged = 0;
+	pthread_mutex_unlock(&c->lock);
+	if (was)
+		log_info("etcd takes writes again after %lld s out of space (%lu writes refused "
+			 "since the start)",
+			 (long long)((clock_now_ms() - since) / 1000), refused);
+}
+
+void etcd_client_nospace(struct etcd_client *c, struct etcd_nospace *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = c->nospace;
+	pthread_mutex_unlock(&c->lock);
+}
+
 static enum etcd_err classify(long status, json_int_t code, const char *msg)
 {
 	if (code == 14)
 		return ETCD_UNAVAILABLE;
 	if (strstr(msg, "too many operations in txn request"))
 		return ETCD_TOO_MANY_OPS;
+	if (strstr(msg, "database space exceeded")) /* before the 429 below: the gateway's too */
+		return ETCD_NOSPACE;
 	if (strstr(msg, "request is too large") || status == 429)
 		return ETCD_TOO_LARGE;
 	if (code == 11 && strstr(msg, "compacted"))
@@ -363,6 +431,8 @@ static enum etcd_err http_error(struct attempt *a, long status, const struct buf
 				     : " after the request was sent: it may have been applied");
 	}
 	enum etcd_err e = classify(status, json_integer_value(code), msg);
+	if (e == ETCD_NOSPACE)
+		nospace_refused(a->c);
 	a->retry = e == ETCD_UNAVAILABLE && a->idempotent;
 	fail(e, "etcd %s%s: %s (code %" JSON_INTEGER_FORMAT ", HTTP %ld)%s", ep_name(a), a->path,
 	     msg, json_integer_value(code), status,
@@ -889,6 +959,18 @@ static enum etcd_err decode_txn(json_t *j, const struct etcd_txn *t, struct etcd
 	return decode_responses(json_object_get(j, "responses"), want, out);
 }
 
+/* etcd refuses a txn with a put in either branch under NOSPACE. */
+static bool txn_puts(const struct etcd_txn *t)
+{
+	for (size_t i = 0; i < t->nsuccess; i++)
+		if (t->success[i].kind == ETCD_OP_PUT)
+			return true;
+	for (size_t i = 0; i < t->nfailure; i++)
+		if (t->failure[i].kind == ETCD_OP_PUT)
+			return true;
+	return false;
+}
+
 enum etcd_err etcd_txn(struct etcd_client *c, const struct etcd_txn *t, struct etcd_txn_result *out)
 {
 	memset(out, 0, sizeof *out);
@@ -899,6 +981,8 @@ enum etcd_err etcd_txn(struct etcd_client *c, const struct etcd_txn *t, struct e
 	enum etcd_err e = build_txn(&req, t) < 0 ? nomem() : call(c, "/v3/kv/txn", &req, false, &j);
 	if (!e)
 		e = decode_txn(j, t, out);
+	if (!e && txn_puts(t))
+		nospace_write_ok(c);
 	if (e)
 		etcd_txn_result_free(out);
 	json_decref(j);
@@ -1260,7 +1344,7 @@ enum etcd_err etcd_watch(struct etcd_client *c, const char *key, size_t key_len,
 static enum etcd_err parse_body(const char *p, size_t len, json_t **out)
 {
 	char *eps[] = {(char *)"(no endpoint)"};
-	struct etcd_client c = {.endpoints = eps, .n = 1};
+	struct etcd_client c = {.endpoints = eps, .n = 1, .lock = PTHREAD_MUTEX_INITIALIZER};
 	struct attempt a = {.c = &c, .path = ""};
 	*out = NULL;
 	return parse_object(&a, p, len, out);
@@ -1317,7 +1401,7 @@ enum etcd_err etcd_parse_error_json(long status, bool idempotent, const char *p,
 				    bool *retry)
 {
 	char *eps[] = {(char *)"(no endpoint)"};
-	struct etcd_client c = {.endpoints = eps, .n = 1};
+	struct etcd_client c = {.endpoints = eps, .n = 1, .lock = PTHREAD_MUTEX_INITIALIZER};
 	struct attempt a = {.c = &c, .path = "", .idempotent = idempotent};
 	struct buf body = BUF_INIT;
 	if (buf_append(&body, p, len) < 0)

@@ -23,6 +23,7 @@ enum etcd_err {
 	ETCD_UNAVAILABLE,  /* no endpoint answered (refused, timed out, TLS failed) */
 	ETCD_TOO_MANY_OPS, /* "too many operations in txn request" (--max-txn-ops) */
 	ETCD_TOO_LARGE,    /* "request is too large" (--max-request-bytes) or gRPC 429 */
+	ETCD_NOSPACE,      /* "database space exceeded": the NOSPACE alarm (gRPC 8) */
 	ETCD_COMPACTED,    /* "required revision has been compacted" */
 	ETCD_PROTOCOL,     /* an answer that does not parse */
 	ETCD_ERROR,        /* any other error etcd reported */
@@ -41,6 +42,19 @@ struct etcd_config {
 
 struct etcd_client *etcd_client_new(const struct etcd_config *cfg, char **err);
 void etcd_client_free(struct etcd_client *c);
+
+/* etcd's NOSPACE alarm as this client meets it.  A full etcd refuses every
+ * write with a put (deletes and reads go on) until an operator frees space
+ * and disarms the alarm; a store writes on every watch event, so the
+ * client says it itself, once a minute, with what to do and how many
+ * writes were refused meanwhile (not once per write), and one line when a
+ * write with a put succeeds again. */
+struct etcd_nospace {
+	bool now;              /* the latest write with a put was refused so */
+	unsigned long refused; /* writes refused so since the client was made */
+	int64_t since_ms;      /* clock_now_ms() of the first refusal of this spell */
+};
+void etcd_client_nospace(struct etcd_client *c, struct etcd_nospace *out);
 /* The last error's message (thread-local), for logs. */
 const char *etcd_last_error(void);
 const char *etcd_strerror(enum etcd_err e);

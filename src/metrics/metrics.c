@@ -53,6 +53,8 @@ int metrics_init(struct metrics *m)
 	m->start_time = (double)now.tv_sec + (double)now.tv_nsec / 1e9;
 	atomic_store(&m->cached_objects, -1);
 	atomic_store(&m->autonomy_ready, -1);
+	atomic_store(&m->store_nospace, -1);
+	atomic_store(&m->store_nospace_refused, -1);
 	m->priv = calloc(1, sizeof *m->priv);
 	if (!m->priv)
 		return -1;
@@ -379,6 +381,26 @@ static int render_autonomy(struct buf *o, struct metrics *m)
 	return rc;
 }
 
+/* Only for an etcd store (the disk store's full disk is an I/O failure of
+ * yurthub_cache_failures_total, with its own warning). */
+static int render_store_nospace(struct buf *o, struct metrics *m)
+{
+	int now = atomic_load(&m->store_nospace);
+	int64_t refused = atomic_load(&m->store_nospace_refused);
+	if (now < 0 || refused < 0)
+		return 0;
+	int rc =
+	    render_simple(o, "yurthub_store_nospace", "gauge",
+			  "1 while etcd refuses the etcd store's writes with its NOSPACE alarm "
+			  "(--quota-backend-bytes reached; docs/etcd-store.md says what to do), "
+			  "0 otherwise.",
+			  now);
+	return rc ? rc
+		  : render_simple(o, "yurthub_store_nospace_refused_total", "counter",
+				  "Writes of the etcd store that etcd refused with NOSPACE.",
+				  refused);
+}
+
 /* The hub's version, and the standard process_* families (what the Go and
  * Python clients export): read at each scrape, a few syscalls. */
 static int render_process(struct buf *o, struct metrics *m)
@@ -469,6 +491,12 @@ int metrics_render(struct metrics *m, struct buf *o)
 				"(items, bytes, copies of one object).",
 				(long long)atomic_load(&m->cache_lists_refused));
 	rc = rc ? rc
+		: render_simple(o, "yurthub_cache_objects_skipped_total", "counter",
+				"Objects left out of a stored list or watch event because no store "
+				"key can name them (a NUL or a '/' in the name, \"..\"); the rest "
+				"is stored, and clients get them as the cloud sent them.",
+				(long long)atomic_load(&m->cache_objects_skipped));
+	rc = rc ? rc
 		: render_simple(o, "yurthub_cache_queue_bytes", "gauge",
 				"Bytes of responses waiting to be written to the store.",
 				atomic_load(&m->cache_queue_bytes));
@@ -480,6 +508,7 @@ int metrics_render(struct metrics *m, struct buf *o)
 			       "names) and not served; the next list of their view rewrites them.",
 			       (long long)store_damaged_reads());
 	rc = rc ? rc : render_autonomy(o, m);
+	rc = rc ? rc : render_store_nospace(o, m);
 	rc = rc ? rc
 		: render_simple(o, "yurthub_requests_in_flight", "gauge",
 				"Proxy requests being served now (watches included; the hub's own "

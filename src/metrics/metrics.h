@@ -59,7 +59,10 @@ struct metrics {
 	_Atomic uint64_t cache_failures[CACHE_OP_N];
 	_Atomic uint64_t cache_dropped;	      /* streams whose caching was abandoned */
 	_Atomic uint64_t cache_lists_refused; /* over cache/list_bounds.h: not cached */
-	struct histogram store_seconds;	      /* one store call */
+	/* objects left out of a stored list or event: no store key can name
+	 * them (a NUL in the name, "..", a '/'); the rest is stored */
+	_Atomic uint64_t cache_objects_skipped;
+	struct histogram store_seconds; /* one store call */
 	atomic_long cache_queue_bytes;
 
 	/* offline */
@@ -72,6 +75,11 @@ struct metrics {
 	_Atomic int64_t cached_objects;
 	/* cache/autonomy.h's verdict, 1 or 0; -1 before the first (left out) */
 	atomic_int autonomy_ready;
+	/* the etcd store's NOSPACE alarm (etcd/client.h, struct etcd_nospace),
+	 * set by the hub at each scrape: 1 or 0, and the writes refused; -1:
+	 * no etcd store (left out) */
+	atomic_int store_nospace;
+	_Atomic int64_t store_nospace_refused;
 
 	/* process_start_time_seconds: Unix time of metrics_init() */
 	double start_time;

@@ -46,6 +46,10 @@ struct mux_resource {
 	/* the upstream does not serve the resource (404: a CRD not installed):
 	 * requests take the ordinary path until a list succeeds */
 	atomic_bool absent;
+	/* offline, the upstream's list was answered 404: never cached.  Its
+	 * clients take the ordinary path while the cloud is unreachable and
+	 * nothing is listed, and get the 404 any list never cached gets */
+	atomic_bool never_cached;
 	/* a kind learned from the upstream's objects, for resources the hub
 	 * has no kind for (CRDs): set once by the informer's thread */
 	_Atomic(char *) kind;
@@ -147,11 +151,16 @@ static void on_list_rv(void *ctx, const char *rv_text)
 	r->listing = false;
 	if (!*rv_text) { /* 404: the upstream does not serve it (yet) */
 		drop_listed(r);
-		/* offline, a 404 only says it was never cached: its clients
-		 * would get the same 404 by the ordinary path, so they wait
-		 * for the cloud here instead */
-		if (r->m->up && !upstream_any_healthy(r->m->up))
+		/* offline, a 404 only says it was never cached: not "absent",
+		 * which would outlast the outage */
+		if (r->m->up && !upstream_any_healthy(r->m->up)) {
+			if (!atomic_exchange(&r->never_cached, true))
+				log_v(1,
+				      "multiplexer %s: never cached and the cloud is unreachable; "
+				      "its clients take the ordinary path until it is listed",
+				      r->path);
 			return;
+		}
 		if (!atomic_exchange(&r->absent, true))
 			log_info("multiplexer %s: the upstream does not serve it; its clients take "
 				 "the ordinary path until it does",
@@ -169,6 +178,7 @@ static void on_list_rv(void *ctx, const char *rv_text)
 	r->nlisted = 0; /* the cache takes every reference, also on failure */
 	enum mux_status st = mux_cache_replace(r->cache, r->listed, n, rv);
 	atomic_store(&r->absent, false);
+	atomic_store(&r->never_cached, false);
 	log_v(1, "multiplexer %s: listed %zu objects at %llu: %s", r->path, n,
 	      (unsigned long long)rv, mux_status_name(st));
 }
@@ -612,9 +622,19 @@ int mux_wait_ready(struct mux_cache *c, struct request *req, uint64_t rv, int *r
 	return -1;
 }
 
-/* Wait for c's first list: 0 ready, 1 the upstream does not serve the
- * resource (the ordinary path answers), -1 answered here (429 after
- * MUX_FIRST_LIST_WAIT_MS, 503 stopping). */
+/* Offline with nothing listed, and the upstream's offline list found it
+ * never cached: nothing will come until the cloud does, and a client is
+ * better told at once what any list never cached is told (the ordinary
+ * path's 404) than held 5 s for a 429. */
+static bool offline_never_cached(struct mux_resource *res, struct mux_cache *c)
+{
+	return atomic_load(&res->never_cached) && res->m->up && !upstream_any_healthy(res->m->up) &&
+	       mux_cache_wait_rv(c, 0, 0) != MUX_OK;
+}
+
+/* Wait for c's first list: 0 ready, 1 the ordinary path answers (the
+ * upstream does not serve the resource, or offline it was never cached),
+ * -1 answered here (429 after MUX_FIRST_LIST_WAIT_MS, 503 stopping). */
 static int wait_first_list(struct mux_resource *res, struct mux_cache *c, struct request *req,
 			   int *rc)
 {
@@ -627,7 +647,7 @@ static int wait_first_list(struct mux_resource *res, struct mux_cache *c, struct
 		enum mux_status st = mux_cache_wait_rv(c, 0, 100);
 		if (st == MUX_OK)
 			return 0;
-		if (atomic_load(&res->absent))
+		if (atomic_load(&res->absent) || offline_never_cached(res, c))
 			return 1;
 		if (st != MUX_TIMEOUT) {
 			*rc = reply_status(req, 503, NULL, "the hub is stopping", NULL);
@@ -645,7 +665,7 @@ static int wait_first_list(struct mux_resource *res, struct mux_cache *c, struct
 static int answer(struct proxy *p, struct request *req, struct mux_resource *res,
 		  struct mux_cache *c, bool peer, int *rc)
 {
-	if (atomic_load(&res->absent))
+	if (atomic_load(&res->absent) || offline_never_cached(res, c))
 		return 0;
 	/* The hub's own informers (the filters' view) while the cloud is
 	 * unreachable and nothing is listed here: they read the cache by the

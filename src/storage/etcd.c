@@ -1105,6 +1105,11 @@ void etcd_store_stats(struct store *s, struct etcd_store_stats *out)
 	out->splits = atomic_load(&es->splits);
 }
 
+void etcd_store_nospace(struct store *s, struct etcd_nospace *out)
+{
+	etcd_client_nospace(es_of(s)->c, out);
+}
+
 /* ---- garbage: records of objects deleted behind the hub's back ---- */
 
 static long gc_batch(struct etcd_store *es, const char *component, char **objkeys, size_t n)

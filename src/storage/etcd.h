@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 
+#include "etcd/client.h"
 #include "storage/store.h"
 
 struct etcd_store_config {
@@ -29,6 +30,10 @@ struct etcd_store_stats {
 	unsigned long txns, read_txns, retries, splits;
 };
 void etcd_store_stats(struct store *s, struct etcd_store_stats *out);
+
+/* etcd's NOSPACE alarm as the store's writes meet it (etcd/client.h):
+ * for /v1/readyz?verbose and the metrics. */
+void etcd_store_nospace(struct store *s, struct etcd_nospace *out);
 
 /* Housekeeping, run now and then: tombstones (the records that keep a
  * deleted object's last resourceVersion, so that no older copy brings it

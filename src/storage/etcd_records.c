@@ -29,6 +29,8 @@ enum store_err er_fail(enum etcd_err e)
 	case ETCD_TOO_LARGE:
 		log_warn("etcd store: %s: %s", etcd_strerror(e), etcd_last_error());
 		return store_fail_errno(EFBIG);
+	case ETCD_NOSPACE: /* the client says it, once a minute */
+		return store_fail_errno(ENOSPC);
 	default:
 		log_warn("etcd store: %s: %s", etcd_strerror(e), etcd_last_error());
 		return store_fail_errno(EIO);

@@ -266,7 +266,10 @@ void store_replace_abort(struct store_replace *r);
  * view_ns ("" for all): names that can be keys, inside that namespace,
  * with content.  For the namespaces resource (is_ns_resource) the item's own
  * namespace field means nothing and is ignored.  Every backend's
- * replace_add checks this first. */
+ * replace_add checks this first, and an item it refuses (STORE_BAD_KEY,
+ * STORE_INVALID_CONTENT, STORE_EMPTY_CONTENT) leaves the session as it
+ * was: the caller may skip that item and go on with the list (the cache
+ * does: one odd object does not cost a view every other one). */
 enum store_err store_item_check(const struct store_item *it, const char *view_ns,
 				bool is_ns_resource);
 /* The whole replace in one call, for lists already in memory. */

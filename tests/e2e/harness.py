@@ -120,8 +120,9 @@ class Etcd:
     """A throw-away etcd (Debian's etcd-server) on two free loopback ports with
     a temporary data directory, stopped by PID."""
 
-    def __init__(self, workdir, name="etcd"):
+    def __init__(self, workdir, name="etcd", extra=()):
         self.dir = os.path.join(workdir, name)
+        self.extra = list(extra)
         self.client_port = free_port()
         self.peer_port = free_port()
         self.url = "http://127.0.0.1:%d" % self.client_port
@@ -136,7 +137,7 @@ class Etcd:
             ["/usr/bin/etcd", "--name", "e2e", "--data-dir", self.dir,
              "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
              "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-             "--initial-cluster", "e2e=" + peer, "--log-level", "error"],
+             "--initial-cluster", "e2e=" + peer, "--log-level", "error", *self.extra],
             stdout=self.log, stderr=subprocess.STDOUT)
         wait_for(self.healthy, 20, step=0.1, what="etcd")
 

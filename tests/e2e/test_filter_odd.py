@@ -11,7 +11,12 @@ that does not serve (docs/filters.md, "Objects a filter cannot read" and
    yurthub_filter_unparsable_total{filter="serviceenvupdater"} counts them;
    each is logged once however often kubelet lists.  The same in a watch:
    an odd pod's event passes as it came and the stream goes on; and in
-   kube-proxy's services list answered by the multiplexer.
+   kube-proxy's services list answered by the multiplexer.  The cache
+   stores that list without the objects no store key can name (the NUL
+   pods, a pod named tmp_...) and only without them: offline, kubelet's
+   list answers every other pod, also one a watch brought after an odd
+   event; yurthub_cache_objects_skipped_total counts each left out, and
+   each is logged once.  The same on the etcd store.
 2. A hub with --proxy-secure-port but no serving certificate leaves
    kubelet's default/kubernetes Service, kube-proxy's kubernetes
    EndpointSlice and pods' KUBERNETES_SERVICE_HOST as the cloud sent them,
@@ -30,7 +35,8 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import HUB_BIN, ROOT, Double, Hub, Suite, free_port, get, proxy_json, wait_for  # noqa: E402
+from harness import (HUB_BIN, ROOT, Double, Etcd, Hub, Suite, free_port, get,  # noqa: E402
+                     proxy_json, wait_for, within)
 from serving_cert import secure_flags  # noqa: E402
 from watch_stream import open_watch, read_events  # noqa: E402
 
@@ -190,6 +196,78 @@ def test_odd_mux(t, double, hub, tag):
     double.delete_object("v1", "Service", "default", "lb-" + tag)
 
 
+def skipped_lines(hub):
+    with open(hub.logpath, "rb") as f:
+        return [ln for ln in f.read().decode(errors="replace").splitlines()
+                if "is not cached, only it" in ln]
+
+
+def test_odd_offline(t, double, hub, tag):
+    """The cache stores kubelet's list with every object it can name: one
+    with a NUL in its name (or a name no store key can be) is left out,
+    counted and logged once, and offline the list answers the others; the
+    same for a watch, whose later events are still cached."""
+    keyless = "tmp_keyless-" + tag  # a store key cannot start with tmp_
+    double.put_object(pod(keyless))
+    skipped = "yurthub_cache_objects_skipped_total"
+    before = hub.metric(skipped) or 0
+    keyless_now = len([n for n in cloud_items(double, NODE_PODS)
+                       if "\u0000" in n or n.startswith("tmp_")])
+    for _ in range(2):
+        s, body = proxy_json(hub, NODE_PODS, KUBELET)
+    t.check("%s offline part: online, kubelet's list is whole" % tag,
+            s == 200 and keyless in [i["metadata"]["name"] for i in body["items"]], s)
+    rv = body["metadata"]["resourceVersion"]
+    sock, head, rest = open_watch(hub, NODE_PODS + "&watch=true&resourceVersion=" + rv, KUBELET)
+    try:
+        double.put_object(pod("odd3\u0000" + tag))
+        double.put_object(pod("late-" + tag))
+        read_events(sock, rest, lambda ev: any(
+            e["object"]["metadata"]["name"] == "late-" + tag for e in ev), 20)
+    finally:
+        sock.close()
+    cloud = cloud_items(double, NODE_PODS)
+    storable = sorted(n for n in cloud if "\u0000" not in n and not n.startswith("tmp_"))
+    t.check("%s offline part: the cloud has objects no store key can name" % tag,
+            len(storable) < len(cloud) and "late-" + tag in storable, repr(sorted(cloud)))
+    double.cut()
+    try:
+        wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 0, 20, what="offline")
+        got = {}
+
+        def offline_list():
+            s, body = proxy_json(hub, NODE_PODS, KUBELET)
+            got.clear()
+            if s == 200 and isinstance(body, dict):
+                got.update({i["metadata"]["name"]: i for i in body["items"]})
+            return "late-" + tag in got
+        ok = within(offline_list, 20, "the offline list with the watch's later pod")
+        t.check("%s offline: kubelet's list answers every other pod, the watch's too" % tag,
+                ok and sorted(got) == storable, repr(sorted(got)))
+        t.check("%s offline: the ordinary pods are filtered" % tag,
+                all(env_host(got[n]) == HUB_HOST for n in GOOD if n in got), repr(got)[:300])
+        t.check("%s offline: the odd pods the store holds are as the cloud sent them" % tag,
+                all(got[n] == cloud[n] for n in ("odd-type", "odd-bignum", "odd-surrogate")
+                    if n in got), "")
+        # two lists with the NUL pods and the tmp_ one, and the watch's odd event
+        # (the cache's workers count them after the answers: waited for)
+        want = before + 2 * keyless_now + 1
+        t.check("%s: %s counts each object left out" % (tag, skipped),
+                within(lambda: (hub.metric(skipped) or 0) == want, 20, "the count"),
+                "%s -> %s, not %s" % (before, hub.metric(skipped), want))
+        s, _ = proxy_json(hub, NODE_PODS, KUBELET)  # offline: nothing new to log
+        distinct = keyless_now + 1  # each logged once, whatever the lists
+        t.check("%s: each object left out is logged once" % tag,
+                within(lambda: len(skipped_lines(hub)) == distinct, 20, "the log") and
+                sum(keyless in ln for ln in skipped_lines(hub)) == 1,
+                "\n".join(skipped_lines(hub)))
+    finally:
+        double.restore()
+        wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 20, what="online")
+        double.delete_object("v1", "Pod", "default", keyless)
+        double.delete_object("v1", "Pod", "default", "late-" + tag)
+
+
 def test_port_not_serving(t, double, binary, tag):
     port = free_port()
     hub = Hub(t.workdir, [double.url], extra=["--proxy-secure-port=%d" % port],
@@ -325,6 +403,28 @@ def run_with(t, double, binary, tag):
     t.run(test_certificate_arrives, binary, tag)
 
 
+def run_offline(t, double, binary, tag):
+    """The offline part, on a hub of its own (its log and counts are this
+    part's only): on the disk store, then on the etcd store - the same rule,
+    the same answer."""
+    port = free_port()
+    hub = Hub(t.workdir, [double.url], name="hub-offline-" + tag, binary=binary,
+              extra=secure_flags(t.workdir, port))
+    t.cleanups.append(hub.stop)
+    t.run(test_odd_offline, double, hub, tag)
+    hub.stop()
+    etcd = Etcd(t.workdir, name="etcd-" + tag)
+    t.cleanups.append(etcd.stop)
+    port = free_port()
+    hub = Hub(t.workdir, [double.url], name="hub-etcd-" + tag, binary=binary,
+              extra=secure_flags(t.workdir, port) + ["--storage=etcd",
+                                                    "--etcd-servers=" + etcd.url])
+    t.cleanups.append(hub.stop)
+    t.run(test_odd_offline, double, hub, tag + "-etcd")
+    hub.stop()
+    etcd.stop()
+
+
 def main():
     t = Suite("filter-odd")
     double = Double(t.workdir, ["--node", "node1", "--node", "node2"])
@@ -334,9 +434,11 @@ def main():
     for o in ODD.values():
         double.put_object(o)
     run_with(t, double, HUB_BIN, "san")
+    run_offline(t, double, HUB_BIN, "san")
     release = os.path.join(ROOT, "build", "src", "yurthub")
     if os.path.exists(release):
         run_with(t, double, release, "release")
+        run_offline(t, double, release, "release")
     else:
         print("note: %s is absent: the release build's half is skipped" % release, flush=True)
     sys.exit(t.finish())

@@ -15,7 +15,10 @@ EndpointSlices through one hub:
 - a custom resource named pool-scope (Widgets) is shared the same way;
   one the cloud does not serve is a 404, by the ordinary path;
 - offline, after a restart of the hub, the lists are served from what the
-  multiplexer's upstream cached on disk.
+  multiplexer's upstream cached on disk;
+- offline, a pool-scope resource never listed answers the 404 any list
+  never cached answers (not 429 after 5 s), on the sanitizer and the
+  release build.
 """
 
 import json
@@ -24,7 +27,7 @@ import sys
 import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Double, Hub, Suite, get, wait_for  # noqa: E402
+from harness import HUB_BIN, RELEASE_HUB, Double, Hub, Suite, get, wait_for, within  # noqa: E402
 from watch_stream import open_watch, read_events  # noqa: E402
 
 UAS = {
@@ -275,6 +278,48 @@ def test_offline_restart(t, double, hub):
     double.restore()
 
 
+def test_offline_never_listed(t, double, binary, tag):
+    """Offline, a pool-scope resource never listed answers what any list
+    never cached answers (the ordinary path's 404), at once - not 429 "the
+    multiplexer's cache is not ready yet" after 5 s; back online, it is
+    listed and shared."""
+    hub = Hub(t.workdir, [double.url], name="hub-never-" + tag, binary=binary, extra=[
+        "--pool-scope-resources=/v1/services,example.com/v1/widgets"])
+    t.cleanups.append(hub.stop)
+    double.cut()
+    try:
+        wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 0, 20, what="offline")
+        # a list no one ever made, of a resource that is not pool-scope
+        ref, _, ref_body = hub_list(hub, "/api/v1/configmaps", UAS["coredns"])
+        for comp in ("coredns", "kube-proxy"):
+            st, hdrs, body = hub_list(hub, WIDGETS, UAS[comp])
+            msg = body.get("message", "") if isinstance(body, dict) else body
+            t.check("%s offline: %s's list of a pool-scope resource never listed is the 404 "
+                    "of any list never cached" % (tag, comp),
+                    st == ref == 404 and "never cached" in msg and
+                    isinstance(body, dict) and body.get("reason") == ref_body.get("reason"),
+                    "%s %r (a list not pool-scope: %s %r)" % (st, body, ref, ref_body))
+        st, _, body = get("127.0.0.1", hub.proxy_port, WIDGETS + "?watch=true",
+                          headers={"User-Agent": UAS["coredns"]})
+        rst, _, rbody = get("127.0.0.1", hub.proxy_port, "/api/v1/configmaps?watch=true",
+                            headers={"User-Agent": UAS["coredns"]})
+        t.check("%s offline: a watch of it is answered as one not pool-scope" % tag,
+                st == rst and st != 429, "%s %r / %s %r" % (st, body[:200], rst, rbody[:200]))
+    finally:
+        double.restore()
+    wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 20, what="online")
+    cloud = names(cloud_list(double, WIDGETS))
+    got = {}
+
+    def shared():
+        st, _, lst = hub_list(hub, WIDGETS, UAS["coredns"])
+        got["last"] = (st, lst)
+        return st == 200 and names(lst) == cloud
+    t.check("%s back online: it is listed and served" % tag,
+            within(shared, 20, "the widgets listed"), repr(got.get("last"))[:300])
+    hub.stop()
+
+
 def main():
     t = Suite("multiplexer")
     double = Double(t.workdir, ["--node", "node1"])
@@ -287,6 +332,13 @@ def main():
     t.run(test_upstream_expired, double, hub)
     t.run(test_crd, double)
     t.run(test_offline_restart, double, hub)
+    hub.stop()
+    t.run(test_offline_never_listed, double, HUB_BIN, "san")
+    if os.path.exists(RELEASE_HUB):
+        t.run(test_offline_never_listed, double, RELEASE_HUB, "release")
+    else:
+        print("note: %s is absent: the release build's half is skipped" % RELEASE_HUB,
+              flush=True)
     sys.exit(t.finish())
 
 

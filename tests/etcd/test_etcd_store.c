@@ -458,6 +458,39 @@ static void test_names_with_punctuation(void **state)
 	buf_free(&items);
 }
 
+/* An item a replace refuses (no key can name it, or not under the view's
+ * namespace) leaves the session as it was: the cache skips it and the list
+ * is stored with every other object (store.h, store_item_check). */
+static void test_refused_item_leaves_the_session(void **state)
+{
+	struct fx *f = *state;
+	struct store_view v = {"kubelet", {"", "v1", "pods"}, "a", "", ""};
+	struct store_replace *r;
+	assert_int_equal(store_replace_begin(f->a, &v, &r), STORE_OK);
+	const struct {
+		const char *ns, *name;
+		enum store_err want;
+	} items[] = {{"a", "p1", STORE_OK},	    {"a", "tmp_x", STORE_BAD_KEY},
+		     {"a", "x/y", STORE_BAD_KEY},   {"a", "..", STORE_BAD_KEY},
+		     {"a", "", STORE_BAD_KEY},	    {"b", "p9", STORE_INVALID_CONTENT},
+		     {"a", "n\001", STORE_BAD_KEY}, {"a", "p2", STORE_OK}};
+	for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+		char *j = test_pod_json(items[i].ns, items[i].name, 10 + i, "n1", 400);
+		struct store_item it = {items[i].ns, items[i].name, 10 + i, j, strlen(j)};
+		assert_int_equal(store_replace_add(r, &it), items[i].want);
+		free(j);
+	}
+	assert_int_equal(store_replace_commit(r, 30), STORE_OK);
+	assert_listed(f->a, "kubelet", "pods", "a", "a/p1 a/p2");
+	assert_pods_in_etcd(f->prefix, "a/p1 a/p2");
+	assert_int_equal(rv_of(f->a, "pods", "a", "p2"), 17);
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->a, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 30);
+	store_view_state_free(&st);
+	assert_records_ok(f->a);
+}
+
 static void test_empty_list_is_empty(void **state)
 {
 	struct fx *f = *state;
@@ -986,6 +1019,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_pods_never_return_podtemplates, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_names_with_punctuation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_list_is_empty, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refused_item_leaves_the_session, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_key_layout_with_etcdctl, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shared_objects_survive_other_holders_cleanup,
 					    setup, teardown),

@@ -454,6 +454,69 @@ static void test_watch_events(void **state)
 	free(bm);
 }
 
+/* Objects no store key can name - a NUL in the name ("\u0000": cut there
+ * it would name another object), a '/', the prefix "tmp_" - are left out
+ * of a list and of a watch, counted, and only they: the list is stored
+ * with every other object, and the watch goes on. */
+static void test_odd_names_skipped(void **state)
+{
+	struct fx *f = *state;
+	char *items[5] = {pod("a", "p1", 11, "n1"), pod("a", "odd\\u0000nul", 12, "n1"),
+			  pod("a", "tmp_x", 13, "n1"), pod("a", "a/b", 14, "n1"),
+			  pod("a", "p2", 15, "n1")};
+	struct request_info ri = ri_for(VERB_LIST, "", "", "", "spec.nodeName=n1");
+	for (int round = 1; round <= 2; round++) {
+		list_through(f, &ri, "20", NULL, items, 5);
+		assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 11);
+		assert_int_equal(stored_rv(f->s, "kubelet", "a", "p2"), 15);
+		assert_int_equal(stored_rv(f->s, "kubelet", "a", "odd"), 0);
+		assert_int_equal(atomic_load(&f->m.cache_objects_skipped), 3 * round);
+	}
+	struct store_view v = {"kubelet", {"", "v1", "pods"}, "", "", "spec.nodeName=n1"};
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 20);
+	store_view_state_free(&st);
+	assert_int_equal(atomic_load(&f->m.cache_failures[CACHE_OP_LIST]), 0);
+
+	/* a watch: the odd events pass, the next one is stored */
+	char *odd = pod("a", "odd2\\u0000", 21, "n1");
+	char *bad = pod("a", "tmp_y", 22, "n1");
+	char *p1v2 = pod("a", "p1", 23, "n1");
+	char *evs[] = {event("ADDED", odd), event("ADDED", bad), event("DELETED", bad),
+		       event("MODIFIED", p1v2)};
+	struct request_info wri = ri_for(VERB_WATCH, "", "", "", "spec.nodeName=n1");
+	struct cache_tee *t =
+	    cache_tee_new(f->cm, CACHE_WATCH, "kubelet", &wri, 200, "application/json", NULL);
+	assert_non_null(t);
+	for (size_t i = 0; i < 4; i++) {
+		feed_chunked(t, evs[i], strlen(evs[i]));
+		free(evs[i]);
+	}
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "p1"), 23);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "odd2"), 0);
+	assert_int_equal(atomic_load(&f->m.cache_objects_skipped), 9);
+	assert_int_equal(atomic_load(&f->m.cache_failures[CACHE_OP_WATCH_EVENT]), 0);
+
+	/* a get of one: skipped too, not a failure */
+	struct request_info gri = ri_for(VERB_GET, "a", "odd", "", "");
+	t = cache_tee_new(f->cm, CACHE_OBJECT, "kubelet", &gri, 200, "application/json", NULL);
+	assert_non_null(t);
+	cache_tee_feed(t, odd, strlen(odd));
+	cache_tee_end(t, true);
+	cache_manager_flush(f->cm);
+	assert_int_equal(stored_rv(f->s, "kubelet", "a", "odd2"), 0);
+	assert_int_equal(atomic_load(&f->m.cache_objects_skipped), 10);
+	assert_int_equal(atomic_load(&f->m.cache_failures[CACHE_OP_OBJECT]), 0);
+	free(odd);
+	free(bad);
+	free(p1v2);
+	for (int i = 0; i < 5; i++)
+		free(items[i]);
+}
+
 static void test_objects_and_discovery(void **state)
 {
 	struct fx *f = *state;
@@ -743,6 +806,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cut_list_changes_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_gzip_list_and_pages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_watch_events, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_odd_names_skipped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_objects_and_discovery, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_worker_that_does_not_start, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_expired_session_aborted_outside_park_lock, setup,

@@ -711,6 +711,53 @@ static void test_nul_in_name_is_not_the_key(void **state)
 	store_key_free(&k);
 }
 
+static int count_object(void *ctx, const struct store_key *k, const char *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	struct buf *names = ctx;
+	buf_printf(names, "%s%s", names->len ? " " : "", k->name);
+	return 0;
+}
+
+/* An item a replace refuses (no key can name it, or not under the view's
+ * namespace) leaves the session as it was: the cache skips it and the list
+ * is stored with every other object (store.h, store_item_check). */
+static void test_refused_item_leaves_the_session(void **state)
+{
+	struct fx *f = *state;
+	struct store_view v = cm_view("a");
+	struct store_replace *r;
+	assert_int_equal(store_replace_begin(f->s, &v, &r), STORE_OK);
+	const struct {
+		const char *ns, *name;
+		enum store_err want;
+	} items[] = {{"a", "p1", STORE_OK},	    {"a", "tmp_x", STORE_BAD_KEY},
+		     {"a", "x/y", STORE_BAD_KEY},   {"a", "..", STORE_BAD_KEY},
+		     {"a", "", STORE_BAD_KEY},	    {"b", "p9", STORE_INVALID_CONTENT},
+		     {"a", "n\001", STORE_BAD_KEY}, {"a", "p2", STORE_OK}};
+	for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
+		char *j = cm_json(items[i].ns, items[i].name, 10 + i, "x");
+		struct store_item it = {items[i].ns, items[i].name, 10 + i, j, strlen(j)};
+		assert_int_equal(store_replace_add(r, &it), items[i].want);
+		free(j);
+	}
+	assert_int_equal(store_replace_commit(r, 30), STORE_OK);
+	struct store_key_info info = {"agent", "", "v1", "configmaps", "a", ""};
+	struct store_key root;
+	assert_int_equal(store_key_build(f->s, &info, &root), STORE_OK);
+	struct buf names = BUF_INIT;
+	assert_int_equal(buf_append_str(&names, ""), 0);
+	assert_int_equal(store_list(f->s, &root, count_object, &names), STORE_OK);
+	assert_string_equal(names.data, "p1 p2");
+	struct store_view_state st;
+	assert_int_equal(store_get_view(f->s, &v, &st), STORE_OK);
+	assert_int_equal(st.rv, 30);
+	store_view_state_free(&st);
+	buf_free(&names);
+	store_key_free(&root);
+}
+
 /* The lock order of disk_internal.h is checked in debug builds: taking a
  * key stripe without the resource lock (or a resource stripe without the
  * global lock) aborts there, so every test run checks every path. */
@@ -763,6 +810,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_get_collection_has_no_content, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_nul_in_name_is_not_the_key, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refused_item_leaves_the_session, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_lock_order_is_checked, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

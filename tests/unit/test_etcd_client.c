@@ -1206,6 +1206,11 @@ static void test_http_errors(void **state)
 	     "{\"error\":\"grpc: received message larger than max (3000013 vs. 2097152)\","
 	     "\"code\":8}",
 	     ETCD_TOO_LARGE, "larger than max"},
+	    /* the NOSPACE alarm: gRPC 8 too, and 429 from the gateway, but not "too large" */
+	    {429,
+	     "{\"error\":\"etcdserver: mvcc: database space exceeded\",\"message\":"
+	     "\"etcdserver: mvcc: database space exceeded\",\"code\":8}",
+	     ETCD_NOSPACE, "database space exceeded"},
 	    {400, "{\"error\":\"etcdserver: duplicate key given in txn request\",\"code\":3}",
 	     ETCD_ERROR, "duplicate key"},
 	    {500, "{\"error\":\"internal\",\"code\":13}", ETCD_ERROR, "internal"},
@@ -1227,10 +1232,15 @@ static void test_http_errors(void **state)
 		if (!strstr(etcd_last_error(), cases[i].msg))
 			fail_msg("case %zu: %s", i, etcd_last_error());
 		assert_int_equal(atomic_load(&f.requests), 1);
+		struct etcd_nospace ns;
+		etcd_client_nospace(c, &ns);
+		assert_int_equal(ns.now, cases[i].want == ETCD_NOSPACE);
+		assert_int_equal(ns.refused, cases[i].want == ETCD_NOSPACE);
 		etcd_client_free(c);
 		fake_stop(&f);
 		free(resp);
 	}
+	assert_string_equal(etcd_strerror(ETCD_NOSPACE), "etcd is out of space (NOSPACE alarm)");
 }
 
 /* The fake first, then the live etcd: a read goes on to etcd, a write that
