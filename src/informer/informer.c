@@ -52,6 +52,7 @@
 #include "util/buf.h"
 #include "util/clock.h"
 #include "util/log.h"
+#include "util/once.h"
 
 #define PAUSE_FIRST_MS	   1000u
 #define PAUSE_MAX_MS	   30000u
@@ -280,11 +281,35 @@ struct list_req {
 	struct buf err; /* the first bytes of an error answer */
 };
 
+/* Objects no consumer can key (a NUL in the name), left out of their list
+ * or watch so that one of them does not keep a filter's view or the
+ * multiplexer from ever listing: process-wide, for /metrics. */
+static _Atomic unsigned long long objects_skipped;
+static struct once_table skipped_logged = ONCE_TABLE_INIT;
+
+unsigned long long informer_objects_skipped_total(void)
+{
+	return atomic_load(&objects_skipped);
+}
+
+/* True when o is such an object: counted, and logged once per object. */
+static bool skip_odd(const struct informer *inf, const struct stream_object *o)
+{
+	if (!o->odd)
+		return false;
+	atomic_fetch_add(&objects_skipped, 1);
+	if (once_first(&skipped_logged, o->data, o->len))
+		log_warn("informer %s: an object (%zu bytes) is left out, only it: %s "
+			 "(yurthub_informer_objects_skipped_total; logged once per object)",
+			 inf->what, o->len, o->odd);
+	return true;
+}
+
 static int list_item(void *ud, const struct stream_object *item)
 {
 	struct list_req *r = ud;
 	struct informer *inf = r->inf;
-	if (inf->spec.on_object)
+	if (inf->spec.on_object && !skip_odd(inf, item))
 		inf->spec.on_object(inf->spec.ctx, INFORMER_UPSERT, item);
 	return atomic_load(&inf->stop) ? 1 : 0;
 }
@@ -353,6 +378,8 @@ static enum outcome do_list(struct informer *inf)
 	enum outcome o = LIST_FAILED;
 	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
 	r.d = list_decoder_new(list_item, &r);
+	if (r.d)
+		list_decoder_tolerate_odd(r.d);
 	if (!h || !r.d ||
 	    buf_printf(&url, "%s%s%s%s", inf->base, inf->path, inf->query ? "?" : "",
 		       inf->query ? inf->query : "") < 0 ||
@@ -442,7 +469,7 @@ static int watch_event(void *ud, const struct watch_event *ev)
 	case WATCH_ADDED:
 	case WATCH_MODIFIED:
 	case WATCH_DELETED:
-		if (inf->spec.on_object)
+		if (inf->spec.on_object && !skip_odd(inf, &ev->object))
 			inf->spec.on_object(inf->spec.ctx,
 					    ev->type == WATCH_DELETED ? INFORMER_DELETE
 								      : INFORMER_UPSERT,
@@ -528,6 +555,8 @@ static enum outcome do_watch(struct informer *inf, long *open_ms, size_t *events
 	enum outcome o;
 	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json");
 	r.d = watch_decoder_new(watch_event, &r);
+	if (r.d)
+		watch_decoder_tolerate_odd(r.d);
 	long t0 = clock_now_ms();
 	*open_ms = 0;
 	*events = 0;

@@ -98,6 +98,11 @@ void informer_relist(struct informer *inf);
  * time; joins the thread and frees.  NULL is fine. */
 void informer_stop(struct informer *inf);
 
+/* Objects every informer left out of what it handed on because no name
+ * could be read (a NUL in it): the rest of their lists and watches went on.
+ * Process-wide. */
+unsigned long long informer_objects_skipped_total(void);
+
 /* s escaped for a query value ("a=b" -> "a%3Db"), malloc'ed; NULL when out
  * of memory. */
 char *informer_query_escape(const char *s);

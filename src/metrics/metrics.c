@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "filter/filter.h"
+#include "informer/informer.h"
 #include "storage/store.h"
 #include "version.h"
 
@@ -496,6 +497,12 @@ int metrics_render(struct metrics *m, struct buf *o)
 				"key can name them (a NUL or a '/' in the name, \"..\"); the rest "
 				"is stored, and clients get them as the cloud sent them.",
 				(long long)atomic_load(&m->cache_objects_skipped));
+	rc = rc ? rc
+		: render_simple(o, "yurthub_informer_objects_skipped_total", "counter",
+				"Objects the hub's own informers (the filters' view of the "
+				"cluster, the multiplexer's shared lists) left out because no "
+				"name can be read from them (a NUL in it); the rest is used.",
+				(long long)informer_objects_skipped_total());
 	rc = rc ? rc
 		: render_simple(o, "yurthub_cache_queue_bytes", "gauge",
 				"Bytes of responses waiting to be written to the store.",

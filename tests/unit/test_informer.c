@@ -497,6 +497,51 @@ static void test_list_then_events(void **state)
 	consumer_free(&c);
 }
 
+/* An object with a NUL in its name (no consumer can key it) is left out of
+ * the watch and of the list, counted, and only it: the events after it and
+ * the rest of the list still reach the consumer, without a relist. */
+static void test_odd_name_skipped(void **state)
+{
+	(void)state;
+	struct consumer c;
+	consumer_init(&c, false);
+	struct informer *inf = start(&c, g_double.base, "/api/v1/configmaps", NULL);
+	wait_ends(&c, 1);
+	pthread_mutex_lock(&c.lock);
+	size_t listed = c.n;
+	pthread_mutex_unlock(&c.lock);
+	unsigned long long skipped = informer_objects_skipped_total();
+	/* not put_cm: jansson refuses the NUL in the answer's name */
+	assert_int_equal(ctl("POST", "/objects",
+			     "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{"
+			     "\"name\":\"odd\\u0000nul\",\"namespace\":\"default\"}}"),
+			 200);
+	struct key_rv k = {"default/after-odd", put_cm("default", "after-odd", NULL, NULL)};
+	assert_true(wait_for(&c, has_rv, &k, WAIT_MS));
+	assert_int_equal(informer_objects_skipped_total(), skipped + 1);
+	pthread_mutex_lock(&c.lock);
+	assert_int_equal(c.begins, 1);
+	assert_int_equal(c.errors, 0);
+	pthread_mutex_unlock(&c.lock);
+	informer_stop(inf);
+	consumer_free(&c);
+
+	/* a fresh list holding it */
+	consumer_init(&c, false);
+	inf = start(&c, g_double.base, "/api/v1/configmaps", NULL);
+	wait_ends(&c, 1);
+	pthread_mutex_lock(&c.lock);
+	assert_non_null(find(&c, "default/after-odd"));
+	assert_int_equal(c.n, listed + 1); /* after-odd, and not odd */
+	assert_int_equal(c.aborts, 0);
+	pthread_mutex_unlock(&c.lock);
+	assert_int_equal(informer_objects_skipped_total(), skipped + 2);
+	informer_stop(inf);
+	consumer_free(&c);
+	delete_cm("default", "odd%00nul");
+	delete_cm("default", "after-odd");
+}
+
 static void test_selectors(void **state)
 {
 	(void)state;
@@ -780,6 +825,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_query_escape),
 	    cmocka_unit_test(test_list_then_events),
+	    cmocka_unit_test(test_odd_name_skipped),
 	    cmocka_unit_test(test_selectors),
 	    cmocka_unit_test(test_rewatch_after_cut),
 	    cmocka_unit_test(test_relist_after_compaction),
