@@ -59,6 +59,7 @@ py:tests/e2e/test_hostile_upstream.py
 py:tests/e2e/test_memory_bounds.py
 py:tests/e2e/test_hostile_client.py
 py:tests/e2e/test_disk_faults.py
+py:tests/e2e/test_store_lost_writes.py
 py:tests/e2e/test_security.py
 py:tests/e2e/test_offline_tokens.py
 py:tests/e2e/test_metrics.py
