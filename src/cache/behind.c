@@ -249,6 +249,34 @@ static void load_slot(struct views_behind *b, const char *slot, size_t size)
 	json_decref(doc);
 }
 
+/* Both slots of a file's bytes into b; false when neither is valid. */
+static bool load_slots(struct views_behind *b, const char *data, size_t len)
+{
+	for (size_t s = 0; s < 2 && len > s * SLOT_BYTES; s++) {
+		size_t n = len - s * SLOT_BYTES;
+		load_slot(b, data + s * SLOT_BYTES, n < SLOT_BYTES ? n : SLOT_BYTES);
+	}
+	return b->gen != 0;
+}
+
+long views_behind_decode(const char *data, size_t len,
+			 void (*fn)(void *ctx, const struct view_behind_info *v), void *ctx)
+{
+	struct views_behind b = {.fd = -1};
+	bool valid = load_slots(&b, data, len);
+	for (size_t i = 0; i < b.n; i++) {
+		const struct mark *k = &b.v[i];
+		struct view_behind_info v = {k->component, k->group, k->version, k->resource,
+					     k->namespace, k->lsel,  k->fsel,	 k->since};
+		fn(ctx, &v);
+	}
+	long n = valid ? (long)b.n : -1;
+	for (size_t i = 0; i < b.n; i++)
+		mark_free(&b.v[i]);
+	free(b.v);
+	return n;
+}
+
 static void open_file(struct views_behind *b, const char *file)
 {
 	b->fd = -1;
@@ -272,12 +300,10 @@ static void open_file(struct views_behind *b, const char *file)
 	ssize_t got = buf ? pread(fd, buf, 2 * SLOT_BYTES, 0) : -1;
 	if (got < 0 && buf)
 		log_warn("cache: %s: %s", file, strerror(errno));
-	for (int s = 0; got > 0 && s < 2; s++)
-		if (got > (ssize_t)(s * SLOT_BYTES))
-			load_slot(b, buf + s * SLOT_BYTES,
-				  (size_t)got - s * SLOT_BYTES < SLOT_BYTES
-				      ? (size_t)got - s * SLOT_BYTES
-				      : SLOT_BYTES);
+	if (got > 0 && !load_slots(b, buf, (size_t)got) && memchr(buf, '\n', (size_t)got))
+		log_warn("cache: %s holds no valid record of the views behind the cloud; it is "
+			 "written anew",
+			 file);
 	free(buf);
 	b->fd = fd;
 	/* both slots, now, while there is room for them */

@@ -56,6 +56,17 @@ size_t views_behind_count(struct views_behind *b);
 /* The store writes again: relist now rather than after the pause. */
 void views_behind_wake(struct views_behind *b);
 
+/* What `yurthub cache verify` says of a marks file's bytes (read, never
+ * written): fn for each view behind, in the order marked; the number of
+ * views, or -1 when no slot of the file is valid. */
+struct view_behind_info {
+	const char *component, *group, *version, *resource, *namespace, *label_selector,
+	    *field_selector;
+	int64_t since; /* wall clock seconds */
+};
+long views_behind_decode(const char *data, size_t len,
+			 void (*fn)(void *ctx, const struct view_behind_info *v), void *ctx);
+
 /* Start relisting the marked views through proxy_url (the hub's plain
  * proxy port) while cloud_ok(ctx) says the cloud is reachable.  0 or -1. */
 int views_behind_start(struct views_behind *b, const char *proxy_url, bool (*cloud_ok)(void *),

@@ -25,6 +25,7 @@ import http.client
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 
@@ -173,6 +174,20 @@ def stale_warned(t, hub, label):
             s == 200 and "stale" in h.get("warning", ""), "%s %s" % (s, h))
 
 
+def verify_names(t, binary, hub, label, behind_expected):
+    """`yurthub cache verify` of the hub's directory names the view behind
+    (with the etcd store too: the marks are on the node's disk)."""
+    p = subprocess.run([binary, "cache", "verify", hub.cache], capture_output=True, timeout=60)
+    out = p.stdout.decode(errors="replace")
+    says = "behind the cloud" in out and "kubelet" in out and "spec.nodeName=" + NODE in out
+    if behind_expected:
+        t.check("%s: yurthub cache verify names the view behind, exit 1" % label,
+                says and p.returncode == 1, out[-600:])
+    else:
+        t.check("%s: yurthub cache verify no longer names it" % label,
+                "behind the cloud" not in out, out[-600:])
+
+
 def repaired(t, double, hub, label):
     """Store and cloud back: the hub lists the view again itself; offline,
     the deleted pods are gone, the kept one is there, no warning."""
@@ -217,7 +232,9 @@ def run_etcd(t, label, binary):
     t.check("%s: restarted (offline), the mark is still there" % label,
             within(lambda: behind(hub) >= 1, 10, "the mark"), str(behind(hub)))
     stale_warned(t, hub, label + ", restarted")
+    verify_names(t, binary, hub, label, True)
     repaired(t, double, hub, label)
+    verify_names(t, binary, hub, label, False)
     t.check("%s: the hub stops cleanly" % label, hub.stop() == 0, hub.tail())
 
 
@@ -262,7 +279,9 @@ def run_disk(t, label, binary):
     t.check("%s: restarted (offline), the mark is still there" % label,
             within(lambda: behind(hub) >= 1, 10, "the mark"), str(behind(hub)))
     stale_warned(t, hub, label + ", restarted")
+    verify_names(t, binary, hub, label, True)
     repaired(t, double, hub, label)
+    verify_names(t, binary, hub, label, False)
     t.check("%s: the hub stops cleanly" % label, hub.stop() == 0, hub.tail())
 
 
