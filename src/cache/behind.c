@@ -311,8 +311,8 @@ static void open_file(struct views_behind *b, const char *file)
 	if (b->fd >= 0 && !b->persist_warned)
 		persist_locked(b);
 	if (b->n)
-		log_warn("cache: %zu cached views were behind the cloud when the hub stopped: "
-			 "offline answers of them say so until they are listed again",
+		log_warn("cache: cached views behind the cloud when the hub stopped: %zu; offline "
+			 "answers of them say so until they are listed again",
 			 b->n);
 }
 
