@@ -3,9 +3,12 @@
 Issue 25, items 1 and 2, on both stores:
 
 - etcd: a real etcd paused with SIGSTOP for just past the store's call
-  timeout (5 s) while the cloud deletes two of the node's pods; the disk
-  store: the fault injector (tests/fault/inject.c) failing every write of
-  the cache directory with EIO, then every read.
+  timeout (5 s) while the cloud deletes two of the node's pods;
+- the disk store, a failing device: the fault injector (tests/fault/inject.c)
+  failing every change under the kubelet's cache with EIO, then every read;
+- the disk store, a full disk: the cache on a 4 MiB tmpfs, filled up while
+  the cloud changes a pod and adds one (a deletion frees room and is
+  applied; a change that needs room is what a full disk loses).
 
 What must hold (docs/contracts.md, "What a failed write does to a view"):
 
@@ -31,7 +34,7 @@ import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
 from harness import Double, Etcd, Hub, Suite, each_build, get, within  # noqa: E402
-from test_disk_faults import INJECT, asan_runtime  # noqa: E402
+from test_disk_faults import INJECT, asan_runtime, fill, mount_tmpfs  # noqa: E402
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
 NODE = "node1"
@@ -285,10 +288,71 @@ def run_disk(t, label, binary):
     t.check("%s: the hub stops cleanly" % label, hub.stop() == 0, hub.tail())
 
 
+def big_pod(name):
+    p = pod(name)
+    p["metadata"]["annotations"] = {"big": "x" * 200000}
+    return p
+
+
+def run_full_disk(t, label, binary):
+    """A real full disk: the cache directory on a 4 MiB tmpfs, filled up
+    once the view is cached (needs root to mount; skipped, and said so,
+    otherwise).  A deletion frees space and is applied; what is lost is a
+    change that needs room: the cloud changes a pod and adds one.  The
+    marks' file was allocated at start, and is rewritten in place with no
+    room left."""
+    label = "full disk, " + label
+    tag = label.split()[-1]
+    cache = os.path.join(t.workdir, "full-cache-" + tag)
+    if not mount_tmpfs(cache, "4m"):
+        return
+    t.cleanups.append(lambda: subprocess.run(["umount", "-l", cache]))
+    double = Double(t.workdir, ["--seed", "sample", "--node", NODE])
+    t.cleanups.append(double.stop)
+    hub = Hub(t.workdir, [double.url], binary=binary, cache=cache, name="full-hub-" + tag)
+    t.cleanups.append(hub.stop)
+    watch = listed_and_watched(t, double, hub, label)
+    t.cleanups.append(watch.close)
+    failed = sample(hub, "yurthub_cache_failures_total", "watch_event")
+    filler = fill(cache)
+    double.put_object(big_pod(KEPT[0]))
+    double.put_object(big_pod("added-0"))
+    t.check("%s: the kubelet's watch delivers the change and the new pod" % label,
+            within(lambda: {("MODIFIED", KEPT[0]), ("ADDED", "added-0")} <= set(watch.events),
+                   20, "the events"), str(watch.events))
+    t.check("%s: the store could not take them (counted)" % label,
+            within(lambda: sample(hub, "yurthub_cache_failures_total", "watch_event") > failed,
+                   30, "a failed event"))
+    t.check("%s: the view is marked behind" % label,
+            within(lambda: behind(hub) >= 1, 10, "the mark"), str(behind(hub)))
+    t.check("%s: offline" % label, go_offline(double, hub))
+    stale_warned(t, hub, label)
+    watch.close()
+    hub.stop()
+    hub.start()
+    t.check("%s: restarted (offline, disk still full), the mark is still there" % label,
+            within(lambda: behind(hub) >= 1, 10, "the mark"), str(behind(hub)))
+    stale_warned(t, hub, label + ", restarted")
+    os.unlink(filler)
+    t.check("%s: back online" % label, go_online(double, hub))
+    t.check("%s: the hub lists the view again itself and the mark goes" % label,
+            within(lambda: behind(hub) == 0, 40, "the mark to go"), hub.tail(15))
+    t.check("%s: offline" % label, go_offline(double, hub))
+    s, h, body = hub_get(hub, PODS)
+    items = {i["metadata"]["name"]: i for i in json.loads(body)["items"]} if s == 200 else {}
+    t.check("%s: offline, the changed pod is the cloud's new copy and the new pod is there, "
+            "with no Warning" % label,
+            "big" in items.get(KEPT[0], {}).get("metadata", {}).get("annotations", {}) and
+            "added-0" in items and "warning" not in h, "%s %s" % (s, body[:200]))
+    go_online(double, hub)
+    t.check("%s: the hub stops cleanly" % label, hub.stop() == 0, hub.tail())
+
+
 def main():
     t = Suite("store-lost-writes")
     each_build(lambda label, binary: t.run(run_etcd, label, binary))
     each_build(lambda label, binary: t.run(run_disk, label, binary))
+    each_build(lambda label, binary: t.run(run_full_disk, label, binary))
     t.finish()
 
 
