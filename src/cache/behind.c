@@ -212,9 +212,15 @@ static void load_slot(struct views_behind *b, const char *slot, size_t size)
 	size_t len;
 	unsigned long crc;
 	int h = 0;
-	const char *nl = memchr(slot, '\n', size < 128 ? size : 128);
-	if (!nl || sscanf(slot, "%31s %" SCNu64 " %zu %lx%n", magic, &gen, &len, &crc, &h) != 4 ||
-	    strcmp(magic, SLOT_MAGIC) || slot + h != nl || len > size - (size_t)(nl + 1 - slot) ||
+	char head[128];
+	const char *nl = memchr(slot, '\n', size < sizeof head ? size : sizeof head);
+	if (!nl)
+		return;
+	/* the header line alone, terminated: sscanf never reads past it */
+	memcpy(head, slot, (size_t)(nl - slot));
+	head[nl - slot] = '\0';
+	if (sscanf(head, "%31s %" SCNu64 " %zu %lx%n", magic, &gen, &len, &crc, &h) != 4 ||
+	    strcmp(magic, SLOT_MAGIC) || h != nl - slot || len > size - (size_t)(nl + 1 - slot) ||
 	    crc32(0, (const Bytef *)nl + 1, (uInt)len) != crc || (b->gen && gen <= b->gen))
 		return;
 	json_t *doc = json_loadb(nl + 1, len, 0, NULL);

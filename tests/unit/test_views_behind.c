@@ -182,6 +182,16 @@ static void test_decode_for_verify(void **state)
 	memset(text, ' ', len);
 	assert_int_equal(views_behind_decode(text, len, count_info, &n), -1);
 	assert_int_equal(views_behind_decode("", 0, count_info, &n), -1);
+	/* a header cut short, then only blanks to the end of the bytes:
+	 * never read past them */
+	static const char cut[] = "yurthub-views-behind\n";
+	char *blank = malloc(4096);
+	assert_non_null(blank);
+	memset(blank, ' ', 4096);
+	memcpy(blank, cut, sizeof cut - 1);
+	assert_int_equal(views_behind_decode(blank, 4096, count_info, &n), -1);
+	free(blank);
+	assert_int_equal(n, 1);
 	free(text);
 }
 
