@@ -254,7 +254,9 @@ static int find_cached(struct proxy *p, const char *own, const struct request_in
 	if (*down != STORE_OK)
 		return local_store_down(*down) ? -2 : -1;
 	int rc = -1;
-	for (size_t i = 0; i < comps.n && rc < 0; i++) {
+	/* a file that fails may leave another component's copy to answer; an
+	 * unreachable etcd would only make each one wait its timeout */
+	for (size_t i = 0; i < comps.n && rc < 0 && *down != STORE_UNAVAILABLE; i++) {
 		struct store_key k;
 		if (cache_object_key(p->store, comps.v[i], ri, ns, name, &k) != STORE_OK)
 			continue;
@@ -263,7 +265,7 @@ static int find_cached(struct proxy *p, const char *own, const struct request_in
 		if (e == STORE_OK && (*where = strdup(comps.v[i])))
 			rc = 0;
 		else if (local_store_down(e))
-			*down = e; /* another component's copy may still answer */
+			*down = e;
 		store_key_free(&k);
 	}
 	local_components_free(&comps);

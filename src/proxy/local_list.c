@@ -86,7 +86,8 @@ static char *covering_view(struct proxy *p, struct request *req, const char *ls,
 	}
 	struct view_pick pick = {req->ri.namespace, ls, fs, 0, NULL, 0, NULL};
 	struct store_gvr gvr = {req->ri.api_group, req->ri.api_version, req->ri.resource};
-	for (size_t i = 0; i < comps.n && !pick.component; i++) {
+	/* an unreachable etcd would make each component wait its timeout */
+	for (size_t i = 0; i < comps.n && !pick.component && *down != STORE_UNAVAILABLE; i++) {
 		pick.current_component = comps.v[i];
 		enum store_err e =
 		    store_list_views(p->store, comps.v[i], &gvr, consider_view, &pick);
