@@ -33,7 +33,7 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
-from harness import Double, Etcd, Hub, Suite, each_build, get, within  # noqa: E402
+from harness import Double, Etcd, Hub, Suite, each_build, get, kubectl, within  # noqa: E402
 from test_disk_faults import INJECT, asan_runtime, fill, mount_tmpfs  # noqa: E402
 
 KUBELET = "kubelet/v1.30.2 (linux/amd64) kubernetes/abcdef"
@@ -130,6 +130,9 @@ def listed_and_watched(t, double, hub, label):
     t.check("%s: the list is stored" % label,
             within(lambda: sample(hub, "yurthub_cache_writes_total", "list") > before, 20,
                    "the list stored"))
+    # kubectl online once: its discovery documents are cached for offline
+    rc, _, err = kubectl(hub.url, "get", "pods", "-n", "default", "-o", "name")
+    t.check("%s: kubectl online" % label, rc == 0, err[-300:])
     return Watch(hub, json.loads(body)["metadata"]["resourceVersion"])
 
 
@@ -175,6 +178,10 @@ def stale_warned(t, hub, label):
     s, h, _ = hub_get(hub, "/api/v1/namespaces/default/pods/" + KEPT[0])
     t.check("%s: ... and so does a get of that resource" % label,
             s == 200 and "stale" in h.get("warning", ""), "%s %s" % (s, h))
+    rc, out, err = kubectl(hub.url, "get", "pods", "-A", "--field-selector",
+                           "spec.nodeName=" + NODE, "-o", "name", timeout=60)
+    t.check("%s: ... which kubectl prints (\"Warning: ...\")" % label,
+            rc == 0 and "Warning:" in err and "may be stale" in err, "%s %s %s" % (rc, out, err))
 
 
 def verify_names(t, binary, hub, label, behind_expected):
