@@ -17,7 +17,7 @@ mkdir -p "$LOG"
 SUITES="
 tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_selectable tests/test_key
 tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults tests/test_store_fault
-tests/test_config tests/test_cache_cmd tests/test_json_scan tests/test_stream tests/test_cache tests/test_list_bounds tests/test_local_changes tests/test_requestinfo
+tests/test_config tests/test_cache_cmd tests/test_json_scan tests/test_stream tests/test_cache tests/test_list_bounds tests/test_views_behind tests/test_local_changes tests/test_requestinfo
 tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_podendpoints tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json tests/test_offline_authz
 tests/test_filter tests/test_rewrite tests/test_follow tests/test_informer tests/test_dummy tests/test_sharedcache tests/test_leaderhub
 tests/test_x509 tests/test_client_ca tests/test_jws tests/test_satoken tests/test_certstore tests/test_certmgr tests/test_csrclient tests/test_hubfiles
@@ -62,6 +62,7 @@ py:tests/e2e/test_hostile_upstream.py
 py:tests/e2e/test_memory_bounds.py
 py:tests/e2e/test_hostile_client.py
 py:tests/e2e/test_disk_faults.py
+py:tests/e2e/test_store_lost_writes.py
 py:tests/e2e/test_security.py
 py:tests/e2e/test_offline_tokens.py
 py:tests/e2e/test_metrics.py

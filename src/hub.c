@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "cache/autonomy.h"
+#include "cache/behind.h"
 #include "cache/local_changes.h"
 #include "cache/cacheable.h"
 #include "cluster/cluster.h"
@@ -60,6 +61,7 @@ struct hub {
 	struct cache_agents agents;
 	struct cache_manager *cache;
 	struct local_changes *changes; /* the hub's own offline edits */
+	struct views_behind *behind;   /* views a lost write left behind (cache/behind.h) */
 	struct outbox *outbox;	       /* offline Events, sent when the cloud is back */
 	struct sa_keys *sa_keys;       /* to check bearer tokens offline */
 	struct metrics metrics;
@@ -402,6 +404,12 @@ static void store_refused(void *ctx, const char *component, const char *path)
 	multiplexer_store_failed(ctx, component, path);
 }
 
+/* Whether the hub's own relists can reach the cloud (cache/behind.h). */
+static bool cloud_reachable(void *ctx)
+{
+	return upstream_any_healthy(ctx);
+}
+
 /* The informers' epoch: the cloud's health changed (informer.h). */
 static unsigned long cloud_epoch(void *ctx)
 {
@@ -536,6 +544,13 @@ static int start_store(struct hub *h)
 		return -1;
 	cache_manager_set_local_changes(h->cache, h->changes);
 	struct buf dir = BUF_INIT;
+	if (buf_printf(&dir, "%s/_internal/yurthub-c/views-behind", h->cfg->disk_cache_path) < 0 ||
+	    !(h->behind = views_behind_open(dir.data, &h->metrics))) {
+		buf_free(&dir);
+		return -1;
+	}
+	buf_reset(&dir);
+	cache_manager_set_views_behind(h->cache, h->behind);
 	if (buf_printf(&dir, "%s/_internal/yurthub-c/outbox", h->cfg->disk_cache_path) < 0)
 		return -1;
 	h->outbox = outbox_open(dir.data, &h->upstream, &h->metrics, OUTBOX_MAX_DEFAULT);
@@ -605,7 +620,11 @@ static int start(struct hub *h)
 		return -1;
 	h->pool.server = h->server; /* before the informers: it may lead */
 	hub_identity_listening(&h->identity, h->server);
-	/* the informers read through the proxy port, open from here on */
+	/* the informers, and the relists of views behind the cloud, go
+	 * through the proxy port, open from here on */
+	if (h->behind && h->proxy_url &&
+	    views_behind_start(h->behind, h->proxy_url, cloud_reachable, &h->upstream) < 0)
+		return -1;
 	return cluster_run(h->cluster);
 }
 
@@ -614,6 +633,7 @@ static void stop(struct hub *h)
 	/* first: its autonomy chore reads the multiplexer and the store */
 	housekeeping_stop(h->housekeeping);
 	h->housekeeping = NULL;
+	views_behind_stop(h->behind); /* its relist goes through the proxy */
 	proxy_stop(&h->proxy);
 	cache_manager_stop(h->cache);	 /* a list being decoded is dropped, not finished */
 	multiplexer_close(h->proxy.mux); /* its watchers end, its upstreams stop */
@@ -633,6 +653,7 @@ static void stop(struct hub *h)
 	hub_identity_stop(&h->identity); /* its hooks use the health checker */
 	health_free(h->health);
 	cache_manager_free(h->cache); /* finishes the objects and events queued */
+	views_behind_free(h->behind); /* the workers that marked views are gone */
 	housekeeping_stop(h->housekeeping);
 	local_changes_free(h->changes); /* the manager that used it is gone */
 	sa_keys_free(h->sa_keys);	/* no connection and no chore left */

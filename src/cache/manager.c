@@ -20,6 +20,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cache/behind.h"
 #include "cache/list_bounds.h"
 #include "cache/local_changes.h"
 #include "kube/meta.h"
@@ -137,6 +138,7 @@ struct cache_manager {
 	void (*on_failure)(void *ctx, const char *component, const char *path);
 	void *on_failure_ctx;
 	struct local_changes *changes; /* the hub's offline edits; NULL: none */
+	struct views_behind *behind;   /* views a lost write left behind; NULL: none */
 	struct piece_pool pieces;
 	struct list_limits list_limits; /* LIST_LIMITS_DEFAULT; tests set others */
 	/* the hub stops: lists are dropped, not decoded (cache_manager_stop) */
@@ -390,8 +392,19 @@ static void note_success(struct cache_manager *cm)
 	memset(tr->last_warn, 0, sizeof tr->last_warn);
 	memset(tr->unlogged, 0, sizeof tr->unlogged);
 	pthread_mutex_unlock(&tr->lock);
-	if (was)
+	if (was) {
 		log_msg('I', 0, "cache: the store writes again (%lu writes failed before)", n);
+		views_behind_wake(cm->behind);
+	}
+}
+
+/* A write of the stream's view that the store could not take (or that the
+ * cache gave up on) leaves the view behind the cloud: said, and listed
+ * again by the hub (cache/behind.h).  rv: the lost event's, 0 for a list. */
+static void mark_behind(struct cache_manager *cm, const struct stream *st, uint64_t rv)
+{
+	struct store_view v = stream_view(st);
+	views_behind_mark(cm->behind, &v, st->path, rv);
 }
 
 static void count(struct cache_manager *cm, enum cache_op op, enum store_err e,
@@ -582,6 +595,8 @@ static void do_event(struct cache_manager *cm, struct job *j)
 		return;
 	}
 	count(cm, CACHE_OP_WATCH_EVENT, e, &t0, j->st);
+	if (store_broken(e))
+		mark_behind(cm, j->st, j->rv);
 	if (e != STORE_OK)
 		log_v(2, "cache: %s watch %s: event for %s/%s not stored: %s", j->st->component,
 		      j->st->path, j->ns, j->name, store_strerror(e));
@@ -694,6 +709,8 @@ static void list_fail(struct cache_manager *cm, struct stream *st, enum store_er
 		log_v(1, "cache: %s list %s not stored: %s", st->component, st->path,
 		      store_strerror(e));
 	note_failure(cm, CACHE_OP_LIST, e, st); /* first: it reads store_errno() */
+	if (store_broken(e))
+		mark_behind(cm, st, 0);
 	st->failed = true;
 	store_replace_abort(st->session);
 	st->session = NULL;
@@ -810,8 +827,12 @@ static void list_commit(struct cache_manager *cm, struct stream *st, uint64_t rv
 	if (e == STORE_OK) {
 		local_changes_saw_cloud_rv(cm->changes, rv, true);
 		drop_unlisted_local_edits(cm, st);
+		struct store_view v = stream_view(st);
+		views_behind_listed(cm->behind, &v, rv);
 	}
 	count(cm, CACHE_OP_LIST, e, &t0, st);
+	if (store_broken(e))
+		mark_behind(cm, st, 0);
 	if (e != STORE_OK && !store_broken(e)) /* broken: count() said it */
 		log_warn("cache: %s list %s not stored: %s", st->component, st->path,
 			 store_strerror(e));
@@ -978,6 +999,16 @@ bool cache_manager_store_failing(struct cache_manager *cm)
 	return atomic_load(&cm->trouble.failing);
 }
 
+void cache_manager_set_views_behind(struct cache_manager *cm, struct views_behind *b)
+{
+	cm->behind = b;
+}
+
+struct views_behind *cache_manager_views_behind(struct cache_manager *cm)
+{
+	return cm ? cm->behind : NULL;
+}
+
 void cache_manager_on_failure(struct cache_manager *cm,
 			      void (*fn)(void *ctx, const char *component, const char *path),
 			      void *ctx)
@@ -1125,6 +1156,8 @@ static void tee_drop(struct cache_tee *t)
 		atomic_fetch_add(&t->cm->m->cache_dropped, 1);
 		log_warn("cache: %s %s: the store is behind, this response is not cached",
 			 t->st->component, t->st->path);
+		if (t->st->mode == CACHE_LIST || t->st->mode == CACHE_WATCH)
+			mark_behind(t->cm, t->st, 0);
 	}
 	t->dead = true;
 }

@@ -48,6 +48,11 @@ struct local_changes;
 /* Before the first response: the journal of the hub's offline edits
  * (local_changes.h), which the cloud's copies replace. */
 void cache_manager_set_local_changes(struct cache_manager *cm, struct local_changes *lc);
+struct views_behind;
+/* Before the first response: where views a lost write left behind are
+ * marked (cache/behind.h), and cleared by their next stored list. */
+void cache_manager_set_views_behind(struct cache_manager *cm, struct views_behind *b);
+struct views_behind *cache_manager_views_behind(struct cache_manager *cm);
 /* The store's last write failed (it is broken: I/O, full, down), and none
  * has succeeded since. */
 bool cache_manager_store_failing(struct cache_manager *cm);

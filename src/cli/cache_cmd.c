@@ -21,8 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "cache/behind.h"
 #include "kube/meta.h"
 #include "storage/disk.h"
 #include "storage/key.h"
@@ -793,10 +795,49 @@ static void views_entry(struct verify *v, int fd, const struct entry *e, const v
 		file_where_dir_expected(v, e);
 }
 
+struct behind_report {
+	struct verify *v;
+	const char *name;
+};
+
+static void report_behind(void *ctx, const struct view_behind_info *b)
+{
+	struct behind_report *r = ctx;
+	char when[32] = "?";
+	time_t t = (time_t)b->since;
+	struct tm tm;
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	problem(r->v, r->name,
+		"the %s view of %s.%s%s%s (namespace \"%s\", labels \"%s\", fields \"%s\") has "
+		"been behind the cloud since %s: a write the store could not take was lost; the "
+		"hub lists it again once the store and the cloud are back",
+		b->component, b->resource, b->version, *b->group ? "." : "", b->group, b->namespace,
+		b->label_selector, b->field_selector, when);
+}
+
+/* _internal/yurthub-c/views-behind (cache/behind.h): each view a lost
+ * write left behind is a problem until the hub has listed it again.  Kept
+ * on the node's disk also with the etcd store, so that verify of
+ * --disk-cache-path names them for either. */
+static void check_views_behind(struct verify *v, int fd, const struct entry *e)
+{
+	struct buf b = BUF_INIT;
+	struct behind_report r = {v, e->name};
+	if (read_tree_file(v, fd, e->name, &b) && b.len &&
+	    views_behind_decode(b.data, b.len, report_behind, &r) < 0)
+		problem(v, e->name, "no valid record of the views behind the cloud");
+	buf_free(&b);
+}
+
 /* _internal/yurthub-c/: the lock, staging, journal and views. */
 static void private_entry(struct verify *v, int fd, const struct entry *e, const void *arg)
 {
-	if (odd_entry(v, e) || !S_ISDIR(e->mode))
+	if (odd_entry(v, e))
+		return;
+	if (S_ISREG(e->mode) && !strcmp(e->name, "views-behind"))
+		check_views_behind(v, fd, e);
+	if (!S_ISDIR(e->mode))
 		return;
 	if (!strcmp(e->name, "staging"))
 		verify_dir(v, fd, e->name, unsettled_entry,

@@ -491,6 +491,12 @@ int metrics_render(struct metrics *m, struct buf *o)
 				"Lists not cached because they hold more than a cached list may "
 				"(items, bytes, copies of one object).",
 				(long long)atomic_load(&m->cache_lists_refused));
+	rc =
+	    rc ? rc
+	       : render_simple(o, "yurthub_store_views_behind", "gauge",
+			       "Cached list views behind the cloud: a write the store could not "
+			       "take was lost; listed again once the store and the cloud are back.",
+			       atomic_load(&m->store_views_behind));
 	rc = rc ? rc
 		: render_simple(o, "yurthub_cache_objects_skipped_total", "counter",
 				"Objects left out of a stored list or watch event because no store "

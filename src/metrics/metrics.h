@@ -64,6 +64,7 @@ struct metrics {
 	_Atomic uint64_t cache_objects_skipped;
 	struct histogram store_seconds; /* one store call */
 	atomic_long cache_queue_bytes;
+	atomic_long store_views_behind; /* cache/behind.h: views a lost write left behind */
 
 	/* offline */
 	_Atomic uint64_t offline_events_queued, offline_events_sent;

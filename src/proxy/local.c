@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <time.h>
 
+#include "cache/behind.h"
 #include "cache/local_changes.h"
 #include "cache/manager.h"
 #include "cluster/cluster.h"
@@ -28,6 +29,10 @@
 #include "util/log.h"
 
 /* ---- shared helpers ---- */
+
+/* Seconds a client waits before asking again a store that could not be
+ * read: the etcd store's call timeout, about what a stall lasts. */
+#define LOCAL_STORE_RETRY_AFTER "5"
 
 int local_status(struct request *req, int code, const char *message)
 {
@@ -54,12 +59,62 @@ static int add_component(void *ctx, const char *name)
 	return 0;
 }
 
-int local_components(struct proxy *p, const char *own, struct component_list *out)
+enum store_err local_components_read(struct proxy *p, const char *own, struct component_list *out)
 {
 	memset(out, 0, sizeof *out);
 	if (own && *own)
 		add_component(out, own);
-	return store_list_components(p->store, add_component, out) == STORE_OK ? 0 : -1;
+	enum store_err e = store_list_components(p->store, add_component, out);
+	if (e != STORE_OK)
+		local_components_free(out);
+	return e;
+}
+
+int local_components(struct proxy *p, const char *own, struct component_list *out)
+{
+	return local_components_read(p, own, out) == STORE_OK ? 0 : -1;
+}
+
+bool local_store_down(enum store_err e)
+{
+	return e == STORE_UNAVAILABLE || e == STORE_IO || e == STORE_NOMEM;
+}
+
+void local_stale_warning(struct proxy *p, const struct request *req, struct reply *r)
+{
+	struct store_gvr gvr = {req->ri.api_group, req->ri.api_version, req->ri.resource};
+	int64_t since = 0;
+	if (!r || !views_behind_resource(cache_manager_views_behind(p->cache), &gvr, &since))
+		return;
+	char when[32] = "";
+	time_t t = (time_t)since;
+	struct tm tm;
+	if (gmtime_r(&t, &tm))
+		strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	struct buf w = BUF_INIT;
+	if (buf_printf(&w,
+		       "299 - \"yurthub: the cached %s may be stale: since %s the store could not "
+		       "take every change the cloud sent; they are listed again once the store "
+		       "and the cloud are back\"",
+		       req->ri.resource, when) == 0)
+		reply_header(r, "Warning", w.data);
+	buf_free(&w);
+}
+
+int local_store_unavailable(struct request *req, enum store_err e)
+{
+	struct buf msg = BUF_INIT;
+	buf_printf(&msg,
+		   "the cloud is unreachable and the hub's store cannot be read (%s%s%s): "
+		   "nothing is known about %s; try again",
+		   store_strerror(e), e == STORE_IO ? ": " : "",
+		   e == STORE_IO ? strerror(store_errno()) : "",
+		   *req->ri.resource ? req->ri.resource : req->ri.path);
+	struct reply *r = reply_status_new(503, "ServiceUnavailable", buf_cstr(&msg), NULL);
+	buf_free(&msg);
+	if (r)
+		reply_header(r, "Retry-After", LOCAL_STORE_RETRY_AFTER);
+	return reply_send(req, 503, r);
 }
 
 void local_components_free(struct component_list *l)
@@ -186,21 +241,28 @@ static int filter_object(struct proxy *p, struct request *req, struct buf *obj)
 	return rc;
 }
 
+/* What find_cached() answers when it has no object. */
+#define FOUND_NONE    (-1) /* no component has it */
+#define FOUND_DOWN    (-2) /* the store could not be read (*down says why) */
+#define FOUND_DAMAGED (-3) /* the only copies are damaged (storage/store.h) */
+
 /* Find the cached object ns/name of ri's resource in component own's
  * cache, or another's: 0 with the bytes in out and the component in *where
- * (malloc'ed); -1 when none has it, FOUND_DAMAGED when the only copies are
- * damaged (storage/store.h). */
-#define FOUND_DAMAGED (-2)
+ * (malloc'ed), or a FOUND_* above. */
 
 static int find_cached(struct proxy *p, const char *own, const struct request_info *ri,
-		       const char *ns, const char *name, struct buf *out, char **where)
+		       const char *ns, const char *name, struct buf *out, char **where,
+		       enum store_err *down)
 {
 	struct component_list comps;
 	*where = NULL;
-	if (local_components(p, own, &comps) < 0)
-		return -1;
-	int rc = -1;
-	for (size_t i = 0; i < comps.n && rc != 0; i++) {
+	*down = local_components_read(p, own, &comps);
+	if (*down != STORE_OK)
+		return local_store_down(*down) ? FOUND_DOWN : FOUND_NONE;
+	int rc = FOUND_NONE;
+	/* a file that fails may leave another component's copy to answer; an
+	 * unreachable etcd would only make each one wait its timeout */
+	for (size_t i = 0; i < comps.n && rc < 0 && *down != STORE_UNAVAILABLE; i++) {
 		struct store_key k;
 		if (cache_object_key(p->store, comps.v[i], ri, ns, name, &k) != STORE_OK)
 			continue;
@@ -210,17 +272,20 @@ static int find_cached(struct proxy *p, const char *own, const struct request_in
 			rc = 0;
 		else if (e == STORE_DAMAGED)
 			rc = FOUND_DAMAGED;
+		else if (local_store_down(e))
+			*down = e;
 		store_key_free(&k);
 	}
 	local_components_free(&comps);
-	return rc;
+	return rc == 0 ? 0 : local_store_down(*down) ? FOUND_DOWN : rc;
 }
 
-/* The cached object req names. */
-static int find_object(struct proxy *p, struct request *req, struct buf *out, char **where)
+/* The cached object req names: as find_cached(). */
+static int find_object(struct proxy *p, struct request *req, struct buf *out, char **where,
+		       enum store_err *down)
 {
-	return find_cached(p, req->component, &req->ri, req->ri.namespace, req->ri.name, out,
-			   where);
+	return find_cached(p, req->component, &req->ri, req->ri.namespace, req->ri.name, out, where,
+			   down);
 }
 
 const char *local_status_details(struct buf *out, const char *name, const char *group,
@@ -269,16 +334,26 @@ static int damaged_copy(struct request *req)
 	return r;
 }
 
+/* No object to answer with (found is a FOUND_*): a store that cannot be
+ * read, or a copy that cannot be served, says so rather than 404. */
+static int no_object(struct request *req, int found, enum store_err down)
+{
+	if (found == FOUND_DOWN)
+		return local_store_unavailable(req, down);
+	return found == FOUND_DAMAGED ? damaged_copy(req) : not_cached(req);
+}
+
 /* ---- get ---- */
 
 static int local_get(struct proxy *p, struct request *req)
 {
 	struct buf obj = BUF_INIT, out = BUF_INIT;
 	char *where = NULL;
-	int found = find_object(p, req, &obj, &where);
+	enum store_err down;
+	int found = find_object(p, req, &obj, &where, &down);
 	if (found < 0) {
 		buf_free(&obj);
-		return found == FOUND_DAMAGED ? damaged_copy(req) : not_cached(req);
+		return no_object(req, found, down);
 	}
 	struct local_kind k;
 	local_kind_of(p, req, &k);
@@ -291,7 +366,10 @@ static int local_get(struct proxy *p, struct request *req)
 		buf_free(&out);
 		return rc < 0 ? -1 : not_cached(req);
 	}
-	return answer_json(req, 200, &out);
+	size_t len = out.len;
+	struct reply *r = reply_buffer(buf_steal(&out), len, "application/json");
+	local_stale_warning(p, req, r);
+	return reply_send(req, 200, r);
 }
 
 /* ---- writes ---- */
@@ -363,8 +441,16 @@ static int fake_token(struct proxy *p, struct request *req, const struct offline
 	    .api_group = "", .api_version = "v1", .resource = "pods"};
 	struct buf pod = BUF_INIT;
 	char *pod_name = offline_authz_token_pod(w), *where = NULL;
-	bool cached = pod_name && find_cached(p, req->component, &pods, req->ri.namespace, pod_name,
-					      &pod, &where) == 0;
+	enum store_err down = STORE_OK;
+	int found = pod_name ? find_cached(p, req->component, &pods, req->ri.namespace, pod_name,
+					   &pod, &where, &down)
+			     : -1;
+	bool cached = found == 0;
+	if (found == FOUND_DOWN) { /* the pod may well be there: no refusal on that */
+		free(pod_name);
+		buf_free(&pod);
+		return local_store_unavailable(req, down);
+	}
 	struct offline_refusal why;
 	int ok = offline_authz_token(w, cached ? pod.data : NULL, pod.len, &why);
 	free(pod_name);
@@ -492,9 +578,11 @@ static int local_write(struct proxy *p, struct request *req, const struct offlin
 {
 	struct buf old = BUF_INIT, upd = BUF_INIT;
 	char *where = NULL;
-	if (find_object(p, req, &old, &where) < 0) {
+	enum store_err down;
+	int found = find_object(p, req, &old, &where, &down);
+	if (found < 0) {
 		buf_free(&old);
-		return not_cached(req);
+		return no_object(req, found, down);
 	}
 	struct offline_refusal why;
 	int r;
@@ -590,9 +678,12 @@ static int local_nonresource(struct proxy *p, struct request *req)
 			return reply_bytes(req, 200, buf_steal(&doc), len, type);
 		}
 	}
-	if (store_get_cluster_info(p->store, path, &doc) == STORE_OK)
+	enum store_err e = store_get_cluster_info(p->store, path, &doc);
+	if (e == STORE_OK)
 		return answer_json(req, 200, &doc);
 	buf_free(&doc);
+	if (local_store_down(e))
+		return local_store_unavailable(req, e);
 	return local_status(req, 404, "not cached, and the cloud is unreachable");
 }
 

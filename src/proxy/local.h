@@ -53,7 +53,21 @@ struct component_list {
 	size_t n;
 };
 int local_components(struct proxy *p, const char *own, struct component_list *out);
+/* The same, with the store's error when it cannot say (out is then empty). */
+enum store_err local_components_read(struct proxy *p, const char *own, struct component_list *out);
 void local_components_free(struct component_list *l);
+
+/* A store that cannot be read (etcd unreachable or stalled, a disk that
+ * answers EIO) is not a store that holds nothing: offline, such a read is
+ * answered 503 ServiceUnavailable with Retry-After, never 404 (which
+ * clients take for "gone").  local_store_down says which errors those
+ * are; local_store_unavailable answers. */
+bool local_store_down(enum store_err e);
+struct reply;
+/* A Warning header on an offline answer about a resource one of whose
+ * cached views is behind the cloud (cache/behind.h); nothing otherwise. */
+void local_stale_warning(struct proxy *p, const struct request *req, struct reply *r);
+int local_store_unavailable(struct request *req, enum store_err e);
 
 /* Kind and apiVersion of the request's resource ("Pod", "v1"); kind NULL
  * when unknown.  Free with local_kind_free. */

@@ -71,20 +71,32 @@ static int consider_view(void *ctx, const struct store_view_state *v)
 }
 
 /* The component whose view covers req (malloc'ed) and the view's rv, or
- * NULL when nobody's does. */
+ * NULL when nobody's does - or when the store could not be read and no
+ * view was found: *down then says why (else STORE_OK). */
 static char *covering_view(struct proxy *p, struct request *req, const char *ls, const char *fs,
-			   uint64_t *rv)
+			   uint64_t *rv, enum store_err *down)
 {
 	struct component_list comps;
-	if (local_components(p, req->component, &comps) < 0)
+	*rv = 0;
+	*down = local_components_read(p, req->component, &comps);
+	if (*down != STORE_OK) {
+		if (!local_store_down(*down))
+			*down = STORE_OK;
 		return NULL;
+	}
 	struct view_pick pick = {req->ri.namespace, ls, fs, 0, NULL, 0, NULL};
 	struct store_gvr gvr = {req->ri.api_group, req->ri.api_version, req->ri.resource};
-	for (size_t i = 0; i < comps.n && !pick.component; i++) {
+	/* an unreachable etcd would make each component wait its timeout */
+	for (size_t i = 0; i < comps.n && !pick.component && *down != STORE_UNAVAILABLE; i++) {
 		pick.current_component = comps.v[i];
-		store_list_views(p->store, comps.v[i], &gvr, consider_view, &pick);
+		enum store_err e =
+		    store_list_views(p->store, comps.v[i], &gvr, consider_view, &pick);
+		if (local_store_down(e))
+			*down = e;
 	}
 	local_components_free(&comps);
+	if (pick.component)
+		*down = STORE_OK;
 	*rv = pick.rv;
 	return pick.component;
 }
@@ -473,11 +485,12 @@ int local_list(struct proxy *p, struct request *req)
 	if (canonical_selectors(ri, &ls, &fs, &why) < 0)
 		return bad_selector(req, why);
 	uint64_t view_rv = 0, token_rv = 0;
-	char *component = covering_view(p, req, ls, fs, &view_rv);
+	enum store_err down;
+	char *component = covering_view(p, req, ls, fs, &view_rv, &down);
 	free(ls);
 	free(fs);
 	if (!component)
-		return never_listed(req);
+		return down != STORE_OK ? local_store_unavailable(req, down) : never_listed(req);
 	if (*ri->continue_token &&
 	    local_parse_continue(ri->continue_token, &token_rv, &start) < 0) {
 		free(component);
@@ -516,12 +529,14 @@ int local_list(struct proxy *p, struct request *req)
 	free(start);
 	if (e != STORE_OK && e != STORE_NOT_FOUND) {
 		list_free(l);
-		return local_status(req, 500, store_strerror(e));
+		return local_store_down(e) ? local_store_unavailable(req, e)
+					   : local_status(req, 500, store_strerror(e));
 	}
 	/* a view whose objects are all gone (listed empty): an empty list */
 	struct reply *r = reply_stream(REPLY_SIZE_UNKNOWN, CHUNK, list_read, l, list_free);
 	if (r)
 		reply_header(r, "Content-Type", "application/json");
+	local_stale_warning(p, req, r);
 	return reply_send(req, 200, r);
 }
 
@@ -825,10 +840,14 @@ int local_watch(struct proxy *p, struct request *req)
 	if (canonical_selectors(ri, &ls, &fs, &why) < 0)
 		return bad_selector(req, why);
 	uint64_t view_rv = 0;
-	char *component = covering_view(p, req, ls, fs, &view_rv);
+	enum store_err down;
+	char *component = covering_view(p, req, ls, fs, &view_rv, &down);
 	free(ls);
 	free(fs);
 	bool initial = local_wants_initial_events(ri);
+	/* A store that cannot be read cannot follow the view either. */
+	if (!component && down != STORE_OK)
+		return local_store_unavailable(req, down);
 	/* Initial events from a view never listed would say "there is nothing":
 	 * refuse instead.  A watch from a known rv needs no cached view. */
 	if (initial && !component)
@@ -894,10 +913,12 @@ int local_watch(struct proxy *p, struct request *req)
 	free(component);
 	if (e != STORE_OK && e != STORE_NOT_FOUND) {
 		watch_free(w);
-		return local_status(req, 500, store_strerror(e));
+		return local_store_down(e) ? local_store_unavailable(req, e)
+					   : local_status(req, 500, store_strerror(e));
 	}
 	struct reply *r = reply_stream(REPLY_SIZE_UNKNOWN, WATCH_CHUNK, watch_read, w, watch_free);
 	if (r)
 		reply_header(r, "Content-Type", "application/json");
+	local_stale_warning(p, req, r);
 	return reply_send(req, 200, r);
 }

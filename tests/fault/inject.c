@@ -69,6 +69,7 @@ enum fam {
 	F_LINK = 1 << 9,
 	F_FTRUNCATE = 1 << 10,
 	F_CLOSE = 1 << 11,
+	F_READ = 1 << 12, /* only when a rule names it: not part of "any" */
 };
 
 static const struct {
@@ -88,7 +89,8 @@ static const struct {
     {"link", F_LINK},
     {"ftruncate", F_FTRUNCATE},
     {"close", F_CLOSE},
-    {"any", ~0u},
+    {"read", F_READ},
+    {"any", ~0u & ~(unsigned)F_READ},
 };
 
 static const struct {
@@ -150,6 +152,8 @@ typedef int (*open2_fn)(const char *, int);
 typedef int (*openat2_fn)(int, const char *, int);
 typedef int (*creat_fn)(const char *, mode_t);
 typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef ssize_t (*read_fn)(int, void *, size_t);
+typedef ssize_t (*pread_fn)(int, void *, size_t, off_t);
 typedef ssize_t (*pwrite_fn)(int, const void *, size_t, off_t);
 typedef ssize_t (*writev_fn)(int, const struct iovec *, int);
 typedef ssize_t (*pwritev_fn)(int, const struct iovec *, int, off_t);
@@ -634,6 +638,55 @@ int close(int fd)
 	return rc;
 }
 
+/* ---- reads ---- */
+
+/* A device that fails reads (EIO): only while a rule names "read", so
+ * that the hub's every socket read costs nothing otherwise. */
+static bool reads_faulted(void)
+{
+	struct config *cfg = atomic_load(&current);
+	for (int i = 0; i < cfg->nrules; i++)
+		if (cfg->rules[i].fams & F_READ)
+			return true;
+	return false;
+}
+
+static ssize_t read_common(const char *name, int fd, void *buf, size_t n, off_t off, bool at)
+{
+	read_fn nread = at ? NULL : NEXT(read_fn, "read");
+	pread_fn npread = at ? NEXT(pread_fn, "pread") : NULL;
+	if (active() && !is_trace_fd(fd) && reads_faulted()) {
+		struct call c;
+		call_init(&c, name, "read", F_READ, fd);
+		c.len = (long long)n;
+		if (fault(&c))
+			return -1;
+	}
+	return at ? npread(fd, buf, n, off) : nread(fd, buf, n);
+}
+
+ssize_t read(int fd, void *buf, size_t n)
+{
+	return read_common("read", fd, buf, n, 0, false);
+}
+
+ssize_t pread(int fd, void *buf, size_t n, off_t off)
+{
+	return read_common("pread", fd, buf, n, off, true);
+}
+
+ssize_t pread64(int fd, void *buf, size_t n, off_t off)
+{
+	return read_common("pread64", fd, buf, n, off, true);
+}
+
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen)
+{
+	(void)buflen;
+	return read_common("read", fd, buf, n, 0, false);
+}
+
 /* ---- opens ---- */
 
 static bool creating(int flags)
@@ -1033,7 +1086,7 @@ static void ctl_apply(void)
 		return;
 	}
 	char buf[SPEC_MAX + SUB_MAX + 4];
-	ssize_t n = read(fd, buf, sizeof buf - 1);
+	ssize_t n = NEXT(read_fn, "read")(fd, buf, sizeof buf - 1);
 	NEXT(fd_fn, "close")(fd);
 	buf[n > 0 ? n : 0] = '\0';
 	char *nl = strchr(buf, '\n');
