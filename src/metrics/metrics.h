@@ -60,6 +60,8 @@ struct metrics {
 	_Atomic uint64_t cache_dropped;	      /* streams whose caching was abandoned */
 	_Atomic uint64_t cache_lists_refused; /* over cache/list_bounds.h: not cached */
 	struct histogram store_seconds;	      /* one store call */
+	/* a list's last byte received -> its view committed (offline-visible) */
+	struct histogram commit_lag_seconds;
 	atomic_long cache_queue_bytes;
 
 	/* offline */

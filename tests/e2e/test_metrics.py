@@ -333,7 +333,8 @@ def test_metrics(t, double, hub):
     bad = convention_problems(fams)
     t.check("after traffic: conventions hold (HELP, TYPE, _total, histograms)", not bad,
             "; ".join(bad[:10]))
-    for fam in ("yurthub_request_duration_seconds", "yurthub_store_operation_duration_seconds"):
+    for fam in ("yurthub_request_duration_seconds", "yurthub_store_operation_duration_seconds",
+                "yurthub_store_commit_lag_seconds"):
         t.check("%s is a histogram with observations" % fam,
                 fams.get(fam, {}).get("type") == "histogram" and
                 value(fams, fam, fam + "_count") > 0)
@@ -358,6 +359,14 @@ def test_metrics(t, double, hub):
     grew("yurthub_proxied_bytes_total", online_bytes)
     grew("yurthub_store_operation_duration_seconds", 3,
          "yurthub_store_operation_duration_seconds_count")
+    # each list committed is one lag observed: as many as the lists cached
+    lists_cached = (value(fams, "yurthub_cache_writes_total", op="list") -
+                    value(fams0, "yurthub_cache_writes_total", op="list"))
+    lags = (value(fams, "yurthub_store_commit_lag_seconds", "yurthub_store_commit_lag_seconds_count")
+            - value(fams0, "yurthub_store_commit_lag_seconds",
+                    "yurthub_store_commit_lag_seconds_count"))
+    t.check("yurthub_store_commit_lag_seconds counts every list committed (%g lags, %g lists)"
+            % (lags, lists_cached), lags == lists_cached >= 3)
     t.check("yurthub_upstream_healthy is 1 for the server",
             value(fams, "yurthub_upstream_healthy", server=double.url) == 1)
     t.check("no request in flight but the scrape's (which is not counted)",
