@@ -1,0 +1,309 @@
+/*
+ * disk_spare.c - inodes of replaced trees, kept for the trees that follow.
+ *
+ * A relist that changed much writes a new tree and removes the old one
+ * (disk_replace.c).  On ext4 without a journal, the inode allocator passes
+ * over every inode freed in the last minute (five more while its inode
+ * table block is dirty), and checks each one again for every new file:
+ * 10,000 files made beside 10,000 just removed cost seconds instead of a
+ * fraction of one (issue 25 item 6; perf: ext4_new_inode -> find_inode_bit
+ * -> recently_deleted), and until the commit an offline list of the view
+ * still answers from what was stored before.
+ *
+ * So the files of a retired tree that no other tree shares (one link) are
+ * not removed: the reaper empties each (ftruncate, which frees its blocks
+ * but not its inode) and moves it to the pool, _internal/yurthub-c/spare/<n>.
+ * A replace writing a new file renames a spare into place instead of
+ * creating one.  Relist after relist, no inode is freed or allocated; the
+ * pool holds at most DISK_SPARE_MAX empty files, no data.
+ *
+ * Crash safety is that of a new file: a spare belongs to no tree, and one
+ * renamed into a new tree is written before the syncfs that precedes that
+ * tree's journal record (disk_replace.c), exactly as a file created there.
+ * Whatever a crash leaves in the pool is read by nobody; the next start
+ * takes it as spares again.
+ *
+ * A file of a retired tree may still be open by a read that began before
+ * the swap (a get; an iterator, which keeps the old namespace directory
+ * open): it must go on reading the old bytes.  Removing a file leaves an
+ * open one alone, emptying it does not.  So a tree's files become spares
+ * only once no reader that began before its retirement is left (readers
+ * register, disk_reader_enter); otherwise it is removed as before.  Other
+ * processes (the read-only `yurthub cache` tools) do not register: one
+ * could read an emptied file if it opened it before a swap and read it
+ * after the reaper, a window of one open-to-read.
+ */
+#include "storage/disk_spare.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "storage/disk_internal.h"
+#include "util/fsutil.h"
+#include "util/log.h"
+
+#define KEEP_DEPTH_MAX 4 /* N/.old/<ns>/<name> is the deepest a tree goes */
+
+void disk_spares_init(struct disk_spares *sp)
+{
+	memset(sp, 0, sizeof *sp);
+	pthread_mutex_init(&sp->lock, NULL);
+	sp->fd = -1;
+}
+
+void disk_spares_free(struct disk_spares *sp)
+{
+	if (sp->fd >= 0)
+		close(sp->fd);
+	free(sp->ids);
+	pthread_mutex_destroy(&sp->lock);
+}
+
+/* Under sp->lock. */
+static int push_id(struct disk_spares *sp, uint64_t id)
+{
+	if (sp->n == sp->cap) {
+		size_t cap = sp->cap ? sp->cap * 2 : 1024;
+		uint64_t *v = realloc(sp->ids, cap * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		sp->ids = v;
+		sp->cap = cap;
+	}
+	sp->ids[sp->n++] = id;
+	return 0;
+}
+
+static bool parse_id(const char *s, uint64_t *out)
+{
+	if (!*s || strlen(s) > 20)
+		return false;
+	uint64_t v = 0;
+	for (const char *c = s; *c; c++) {
+		if (*c < '0' || *c > '9')
+			return false;
+		v = v * 10 + (uint64_t)(*c - '0');
+	}
+	*out = v;
+	return true;
+}
+
+int disk_spares_open(struct disk_store *d)
+{
+	struct disk_spares *sp = &d->spares;
+	int fd;
+	if (mkdirat(d->priv_fd, DISK_SPARE_DIR, FS_DIR_MODE) < 0 && errno != EEXIST)
+		return -errno;
+	if ((fd = fs_open_dir_at(d->priv_fd, DISK_SPARE_DIR)) < 0)
+		return fd;
+	DIR *dp;
+	int rc = fs_opendir_at(fd, ".", &dp);
+	if (rc < 0) {
+		close(fd);
+		return rc;
+	}
+	struct dirent *de;
+	pthread_mutex_lock(&sp->lock);
+	while (rc == 0 && (de = readdir(dp)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		uint64_t id;
+		if (sp->n < DISK_SPARE_MAX && fs_entry_type(dp, de) == DT_REG &&
+		    parse_id(de->d_name, &id)) {
+			rc = push_id(sp, id);
+			if (id >= sp->next_id)
+				sp->next_id = id + 1;
+		} else {
+			fs_rm_rf_at(fd, de->d_name); /* not ours, or over the limit */
+		}
+	}
+	sp->fd = rc == 0 ? fd : -1;
+	pthread_mutex_unlock(&sp->lock);
+	closedir(dp);
+	if (rc < 0)
+		close(fd);
+	return rc;
+}
+
+uint64_t disk_spares_retire(struct disk_spares *sp)
+{
+	pthread_mutex_lock(&sp->lock);
+	uint64_t seq = ++sp->retired;
+	pthread_mutex_unlock(&sp->lock);
+	return seq;
+}
+
+void disk_reader_enter(struct disk_spares *sp, struct disk_reader *r)
+{
+	pthread_mutex_lock(&sp->lock);
+	r->seq = sp->retired;
+	r->prev = NULL;
+	r->next = sp->readers;
+	if (sp->readers)
+		sp->readers->prev = r;
+	sp->readers = r;
+	pthread_mutex_unlock(&sp->lock);
+}
+
+void disk_reader_leave(struct disk_spares *sp, struct disk_reader *r)
+{
+	pthread_mutex_lock(&sp->lock);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		sp->readers = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	pthread_mutex_unlock(&sp->lock);
+}
+
+/* Is a reader that began before retirement seq still running?  A reader
+ * that entered after it resolves its paths in the trees that replaced the
+ * retired one. */
+static bool readers_before(struct disk_spares *sp, uint64_t seq)
+{
+	bool busy = false;
+	pthread_mutex_lock(&sp->lock);
+	for (struct disk_reader *r = sp->readers; r && !busy; r = r->next)
+		busy = r->seq < seq;
+	pthread_mutex_unlock(&sp->lock);
+	return busy;
+}
+
+/* Empty the file dir_fd/name, if no other tree links it, and move it into
+ * the pool.  0 when it is there, else -errno (the caller removes it). */
+static int keep_file(struct disk_spares *sp, int dir_fd, const char *name)
+{
+	int fd = openat(dir_fd, name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	int rc = fstat(fd, &st) < 0 ? -errno : 0;
+	if (rc == 0 && (!S_ISREG(st.st_mode) || st.st_nlink != 1))
+		rc = -EMLINK; /* shared with a live tree: only this name goes */
+	if (rc == 0 && st.st_size > 0 && ftruncate(fd, 0) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&sp->lock);
+	bool room = sp->n < DISK_SPARE_MAX;
+	uint64_t id = sp->next_id++;
+	pthread_mutex_unlock(&sp->lock);
+	if (!room)
+		return -ENOSPC;
+	char idname[24];
+	snprintf(idname, sizeof idname, "%" PRIu64, id);
+	if (renameat2(dir_fd, name, sp->fd, idname, RENAME_NOREPLACE) < 0)
+		return -errno;
+	pthread_mutex_lock(&sp->lock);
+	rc = push_id(sp, id);
+	pthread_mutex_unlock(&sp->lock);
+	if (rc < 0)
+		unlinkat(sp->fd, idname, 0); /* no memory to remember it: let it go */
+	else
+		atomic_fetch_add(&sp->kept, 1);
+	return rc;
+}
+
+/* Every entry of the directory dir_fd: files into the pool where they can
+ * go, removed where not; directories emptied the same way, then removed. */
+static int keep_entries(struct disk_spares *sp, int dir_fd, int depth)
+{
+	DIR *dp;
+	int rc = fs_opendir_at(dir_fd, ".", &dp);
+	if (rc < 0)
+		return rc;
+	struct dirent *de;
+	while ((de = readdir(dp)) != NULL) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		unsigned char type = fs_entry_type(dp, de);
+		int one = 0;
+		if (type == DT_DIR && depth < KEEP_DEPTH_MAX) {
+			int sub = fs_open_dir_at(dirfd(dp), de->d_name);
+			one = sub < 0 ? sub : keep_entries(sp, sub, depth + 1);
+			if (sub >= 0)
+				close(sub);
+			if (unlinkat(dirfd(dp), de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+			    one == 0)
+				one = -errno;
+		} else if (type != DT_REG || keep_file(sp, dirfd(dp), de->d_name) < 0) {
+			one = fs_rm_rf_at(dirfd(dp), de->d_name);
+		}
+		if (one < 0 && rc == 0)
+			rc = one;
+	}
+	closedir(dp);
+	return rc;
+}
+
+int disk_spares_keep_tree(struct disk_store *d, const char *name, uint64_t seq)
+{
+	struct disk_spares *sp = &d->spares;
+	if (sp->fd < 0 || readers_before(sp, seq))
+		return -EBUSY;
+	int fd = fs_open_dir_at(d->staging_fd, name);
+	if (fd < 0)
+		return fd == -ENOENT ? 0 : fd;
+	int rc = keep_entries(sp, fd, 1);
+	close(fd);
+	if (rc == 0 && unlinkat(d->staging_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		rc = -errno;
+	return rc;
+}
+
+static bool pop_id(struct disk_spares *sp, uint64_t *id)
+{
+	pthread_mutex_lock(&sp->lock);
+	bool any = sp->fd >= 0 && sp->n > 0;
+	if (any)
+		*id = sp->ids[--sp->n];
+	pthread_mutex_unlock(&sp->lock);
+	return any;
+}
+
+int disk_spares_take(struct disk_store *d, int dir_fd, const char *rel)
+{
+	struct disk_spares *sp = &d->spares;
+	uint64_t id;
+	char idname[24];
+	for (;;) {
+		if (!pop_id(sp, &id))
+			return -ENOENT;
+		snprintf(idname, sizeof idname, "%" PRIu64, id);
+		if (renameat2(sp->fd, idname, dir_fd, rel, RENAME_NOREPLACE) == 0)
+			break;
+		int err = errno;
+		if (err == ENOENT)
+			continue; /* gone from the pool: the next one */
+		pthread_mutex_lock(&sp->lock);
+		if (push_id(sp, id) < 0)
+			unlinkat(sp->fd, idname, 0);
+		pthread_mutex_unlock(&sp->lock);
+		/* EEXIST is O_EXCL's answer; anything else, creating the file
+		 * says for itself */
+		return err == EEXIST ? -EEXIST : -ENOENT;
+	}
+	int fd = openat(dir_fd, rel, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	struct stat st;
+	bool ok = fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+		  (st.st_size == 0 || ftruncate(fd, 0) == 0);
+	if (!ok) {
+		/* not a file of its own after all: it goes, a new one is made */
+		if (fd >= 0)
+			close(fd);
+		unlinkat(dir_fd, rel, 0);
+		return -ENOENT;
+	}
+	atomic_fetch_add(&sp->taken, 1);
+	return fd;
+}
