@@ -1626,7 +1626,7 @@ struct store *disk_store_open(const char *path, int flags, struct disk_recovery_
 		struct disk_recovery_report dummy;
 		if (disk_recover(d, report ? report : &dummy, err) < 0)
 			goto fail;
-		int sp = disk_spares_open(d);
+		int sp = flags & DISK_NO_SPARES ? 0 : disk_spares_open(d);
 		if (sp < 0) /* replaces then create every file, as they always did */
 			log_warn("disk store: no pool of spare files in %s: %s", d->path,
 				 strerror(-sp));

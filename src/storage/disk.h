@@ -27,6 +27,7 @@
 
 enum disk_open_flags {
 	DISK_READ_ONLY = 1, /* operator tools: no lock, no recovery, no writes */
+	DISK_NO_SPARES = 2, /* replaced trees are removed, not kept (benchmarks: the old way) */
 };
 
 /* What recovery found and did at open. */
