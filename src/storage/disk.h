@@ -9,6 +9,8 @@
  *       staging/  files and trees being written; garbage after a crash
  *       journal/  records of multi-step operations, for recovery
  *       views/<component>/<resource dir>   the view set of that resource
+ *       spare/    emptied files of replaced trees, for the next trees
+ *                 (disk_spare.c); no tree's, read by nobody
  *
  * Single writes go through a temp file, a sync, a rename and a sync of the
  * directory, shared by concurrent writers (disk_commit.h).  A view replace
