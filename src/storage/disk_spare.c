@@ -3,8 +3,8 @@
  *
  * A relist that changed much writes a new tree and removes the old one
  * (disk_replace.c).  On ext4 without a journal, the inode allocator passes
- * over every inode freed in the last minute (five more while its inode
- * table block is dirty), and checks each one again for every new file:
+ * over every inode freed in the last minute (six while the block of its
+ * inode table is not written back), checking each again for every new file:
  * 10,000 files made beside 10,000 just removed cost seconds instead of a
  * fraction of one (issue 25 item 6; perf: ext4_new_inode -> find_inode_bit
  * -> recently_deleted), and until the commit an offline list of the view
@@ -209,8 +209,6 @@ static int keep_file(struct disk_spares *sp, int dir_fd, const char *name)
 	pthread_mutex_unlock(&sp->lock);
 	if (rc < 0)
 		unlinkat(sp->fd, idname, 0); /* no memory to remember it: let it go */
-	else
-		atomic_fetch_add(&sp->kept, 1);
 	return rc;
 }
 
@@ -304,6 +302,5 @@ int disk_spares_take(struct disk_store *d, int dir_fd, const char *rel)
 		unlinkat(dir_fd, rel, 0);
 		return -ENOENT;
 	}
-	atomic_fetch_add(&sp->taken, 1);
 	return fd;
 }

@@ -30,7 +30,6 @@ struct disk_spares {
 	uint64_t next_id;
 	uint64_t retired;	     /* trees retired so far: the seq of the last */
 	struct disk_reader *readers; /* live readers, newest first */
-	_Atomic unsigned long taken, kept;
 };
 
 void disk_spares_init(struct disk_spares *sp);
