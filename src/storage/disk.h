@@ -29,7 +29,10 @@
 
 enum disk_open_flags {
 	DISK_READ_ONLY = 1, /* operator tools: no lock, no recovery, no writes */
-	DISK_NO_SPARES = 2, /* replaced trees are removed, not kept (benchmarks: the old way) */
+	/* Replaced trees' files are kept for the next trees (disk_spare.c)
+	 * where that pays, ext4 without a journal; these decide instead: */
+	DISK_NO_SPARES = 2, /* never: removed (benchmarks: the store before them) */
+	DISK_SPARES = 4,    /* always (tests) */
 };
 
 /* What recovery found and did at open. */

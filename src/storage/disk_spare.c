@@ -13,9 +13,13 @@
  * So the files of a retired tree that no other tree shares (one link) are
  * not removed: the reaper empties each (ftruncate, which frees its blocks
  * but not its inode) and moves it to the pool, _internal/yurthub-c/spare/<n>.
- * A replace writing a new file renames a spare into place instead of
- * creating one.  Relist after relist, no inode is freed or allocated; the
+ * A replace writing a new file links a spare into place (and unlinks it
+ * from the pool) instead of creating one.  Relist after relist, no inode is freed or allocated; the
  * pool holds at most DISK_SPARE_MAX empty files, no data.
+ *
+ * Only where that pays: ext4 without a journal (pool_pays()).  With a
+ * journal, or on another file system, replaced trees are removed as they
+ * always were.
  *
  * Crash safety is that of a new file: a spare belongs to no tree, and one
  * renamed into a new tree is written before the syncfs that precedes that
@@ -43,13 +47,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "storage/disk_internal.h"
 #include "util/fsutil.h"
 #include "util/log.h"
 
-#define KEEP_DEPTH_MAX 4 /* N/.old/<ns>/<name> is the deepest a tree goes */
+#define KEEP_DEPTH_MAX	4      /* N/.old/<ns>/<name> is the deepest a tree goes */
+#define EXT_SUPER_MAGIC 0xEF53 /* ext2, ext3 and ext4 alike */
 
 void disk_spares_init(struct disk_spares *sp)
 {
@@ -95,10 +102,61 @@ static bool parse_id(const char *s, uint64_t *out)
 	return true;
 }
 
+/* Is there a jbd2 journal for the block device of fd's file system?  The
+ * kernel lists each in /proc/fs/jbd2/<device>-<journal inode>.  -1: cannot
+ * tell. */
+static int has_journal(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		return -1;
+	char sys[64], dev[4096];
+	snprintf(sys, sizeof sys, "/sys/dev/block/%u:%u", major(st.st_dev), minor(st.st_dev));
+	ssize_t n = readlink(sys, dev, sizeof dev - 1);
+	if (n <= 0)
+		return -1;
+	dev[n] = '\0';
+	const char *name = strrchr(dev, '/') ? strrchr(dev, '/') + 1 : dev;
+	size_t len = strlen(name);
+	DIR *dp = opendir("/proc/fs/jbd2");
+	if (!dp)
+		return errno == ENOENT ? 0 : -1; /* no journal anywhere */
+	int found = 0;
+	struct dirent *de;
+	while (!found && (de = readdir(dp)) != NULL)
+		found = !strncmp(de->d_name, name, len) && de->d_name[len] == '-';
+	closedir(dp);
+	return found;
+}
+
+/* Does the pool pay here?  On ext4 without a journal (or ext2/3 by the ext4
+ * driver), yes: its allocator checks removed inodes (recently_deleted()
+ * only runs without a journal).  Elsewhere a new file is cheap, and a spare
+ * (a link, an unlink, blocks freed and taken again) costs a little more
+ * than one: measured on a journaled ext4, 10,000 pods relisted took about
+ * 1.0 s with spares against 0.55-0.9 s without.  When it cannot tell, it
+ * keeps them. */
+static bool pool_pays(int base_fd)
+{
+	struct statfs sf;
+	if (fstatfs(base_fd, &sf) < 0)
+		return true;
+	if (sf.f_type != EXT_SUPER_MAGIC)
+		return false;
+	return has_journal(base_fd) != 1;
+}
+
 int disk_spares_open(struct disk_store *d)
 {
 	struct disk_spares *sp = &d->spares;
 	int fd;
+	if (!(d->flags & DISK_SPARES) && !pool_pays(d->base_fd)) {
+		log_v(2,
+		      "disk store: %s: replaced trees are removed (their inodes are cheap to "
+		      "make again here)",
+		      d->path);
+		return 0;
+	}
 	if (mkdirat(d->priv_fd, DISK_SPARE_DIR, FS_DIR_MODE) < 0 && errno != EEXIST)
 		return -errno;
 	if ((fd = fs_open_dir_at(d->priv_fd, DISK_SPARE_DIR)) < 0)
@@ -278,8 +336,15 @@ int disk_spares_take(struct disk_store *d, int dir_fd, const char *rel)
 		if (!pop_id(sp, &id))
 			return -ENOENT;
 		snprintf(idname, sizeof idname, "%" PRIu64, id);
-		if (renameat2(sp->fd, idname, dir_fd, rel, RENAME_NOREPLACE) == 0)
-			break;
+		/* a link and an unlink, not a rename: a rename from one directory
+		 * to another takes a lock of the whole file system, for which the
+		 * writer threads would queue */
+		if (linkat(sp->fd, idname, dir_fd, rel, 0) == 0) {
+			if (unlinkat(sp->fd, idname, 0) == 0 || errno == ENOENT)
+				break;
+			unlinkat(dir_fd, rel, 0); /* two links: not a file of its own */
+			return -ENOENT;
+		}
 		int err = errno;
 		if (err == ENOENT)
 			continue; /* gone from the pool: the next one */

@@ -36,7 +36,9 @@ struct fx {
 static struct store *open_dir(const char *dir)
 {
 	char *err = NULL;
-	struct store *s = disk_store_open(dir, 0, NULL, &err);
+	/* kept whatever the file system (the store decides by itself, by
+	 * whether a journal makes spares useless there) */
+	struct store *s = disk_store_open(dir, DISK_SPARES, NULL, &err);
 	if (!s)
 		fprintf(stderr, "open: %s\n", err);
 	free(err);
