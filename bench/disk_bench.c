@@ -247,7 +247,6 @@ static double median(double *v)
 	return v[ROUNDS / 2];
 }
 
-
 int main(int argc, char **argv)
 {
 	const char *tmp = getenv("TMPDIR");

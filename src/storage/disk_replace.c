@@ -17,7 +17,9 @@
  *   3. renameat2(RENAME_EXCHANGE) swaps N and T in one step (a plain rename
  *      when T does not exist yet); the directories are synced;
  *   4. the view file is replaced (durably), the record removed;
- *   5. the old tree, now in staging, is removed in the background.
+ *   5. the old tree, now in staging, is removed in the background, or on
+ *      ext4 without a journal emptied into spare files for the next trees
+ *      (disk_spare.c), whose inodes N then takes instead of new ones.
  *
  * A crash before 3 leaves T untouched: recovery sees T's inode differ from
  * the record's and drops N.  A crash after 3 leaves T = N: recovery sees the
