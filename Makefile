@@ -3,7 +3,8 @@
 #
 #   make test    install deps and the test clients, build with ASan+UBSan, run every test
 #   make         release build in build/
-#   make bench   benchmarks (release build), figures on stdout
+#   make bench   benchmarks (release build), figures on stdout; LAG_BASELINE=<build
+#                dir of another version> adds it to the commit lag benchmark
 #   make fuzz    libFuzzer targets (clang) in build-fuzz/, see docs/fuzzing.md
 #   make demo    a hub against the test double, with a kubectl session
 #   make soak    64 clients for 10 minutes with the link flapping (release, ASan),
@@ -70,6 +71,7 @@ bench: build
 	/usr/bin/python3 bench/mux_bench.py $(BUILD)
 	$(BUILD)/bench/etcd_bench 10000 3 1000
 	bench/run-disk-bench.sh $(BUILD)/bench/disk_bench
+	/usr/bin/python3 bench/commit_lag_bench.py $(BUILD) $(LAG_BASELINE)
 
 demo: build
 	scripts/demo.sh $(BUILD)

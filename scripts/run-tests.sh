@@ -16,7 +16,7 @@ mkdir -p "$LOG"
 
 SUITES="
 tests/test_buf tests/test_fsutil tests/test_meta tests/test_selector tests/test_selectable tests/test_key
-tests/test_view tests/test_disk tests/test_disk_fixtures tests/test_disk_faults tests/test_store_fault
+tests/test_view tests/test_disk tests/test_disk_spare tests/test_disk_fixtures tests/test_disk_faults tests/test_store_fault
 tests/test_config tests/test_cache_cmd tests/test_json_scan tests/test_stream tests/test_cache tests/test_list_bounds tests/test_views_behind tests/test_local_changes tests/test_requestinfo
 tests/test_base64 tests/test_kubeconfig tests/test_patch tests/test_podendpoints tests/test_kinds tests/test_outbox tests/test_upstream tests/test_framing tests/test_local_json tests/test_offline_authz
 tests/test_filter tests/test_rewrite tests/test_follow tests/test_informer tests/test_dummy tests/test_sharedcache tests/test_leaderhub

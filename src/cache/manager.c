@@ -92,7 +92,8 @@ struct job {
 	char *ns, *name, *token;
 	uint64_t rv;
 	enum watch_type type;
-	bool complete; /* JOB_LIST_END: the body ended cleanly, every piece queued */
+	bool complete;	       /* JOB_LIST_END: the body ended cleanly, every piece queued */
+	struct timespec ended; /* JOB_LIST_END: when the tee saw the body's last byte */
 	struct job *next;
 	/* JOB_FLUSH */
 	pthread_mutex_t *flush_lock;
@@ -818,13 +819,18 @@ static bool list_ok(struct stream *st, struct list_meta *meta)
 	return n >= 4 && !strcmp(meta->kind + n - 4, "List");
 }
 
-static void list_commit(struct cache_manager *cm, struct stream *st, uint64_t rv)
+/* ended: when the list's last byte reached the hub.  From then until the
+ * commit, an offline list of this view still answers from what was stored
+ * before (404 for a view never listed): that lag is measured. */
+static void list_commit(struct cache_manager *cm, struct stream *st, uint64_t rv,
+			const struct timespec *ended)
 {
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	enum store_err e = store_replace_commit(st->session, rv);
 	st->session = NULL;
 	if (e == STORE_OK) {
+		metrics_observe(&cm->m->commit_lag_seconds, elapsed(ended));
 		local_changes_saw_cloud_rv(cm->changes, rv, true);
 		drop_unlisted_local_edits(cm, st);
 		struct store_view v = stream_view(st);
@@ -840,7 +846,8 @@ static void list_commit(struct cache_manager *cm, struct stream *st, uint64_t rv
 
 /* The body is over: a page of a paginated list parks its session for the
  * next page, the last (or only) one commits, anything else aborts. */
-static void list_end(struct cache_manager *cm, struct stream *st, bool complete)
+static void list_end(struct cache_manager *cm, struct stream *st, bool complete,
+		     const struct timespec *ended)
 {
 	if (!st->session)
 		return;
@@ -851,7 +858,7 @@ static void list_end(struct cache_manager *cm, struct stream *st, bool complete)
 	} else if (meta.continue_token && *meta.continue_token) {
 		park(cm, st, meta.continue_token);
 	} else {
-		list_commit(cm, st, meta.rv);
+		list_commit(cm, st, meta.rv, ended);
 	}
 }
 
@@ -879,7 +886,7 @@ static void do_list(struct cache_manager *cm, struct job *j)
 		list_bytes(cm, st, j->data, j->len);
 		return;
 	default: /* JOB_LIST_END */
-		list_end(cm, st, j->complete);
+		list_end(cm, st, j->complete, &j->ended);
 		return;
 	}
 }
@@ -1398,6 +1405,7 @@ static void end_list(struct cache_tee *t, bool ok)
 	if (!j)
 		return; /* the stream's last reference aborts the session */
 	j->complete = ok;
+	clock_gettime(CLOCK_MONOTONIC, &j->ended);
 	enqueue(t->cm, j, false);
 }
 

@@ -562,6 +562,11 @@ int metrics_render(struct metrics *m, struct buf *o)
 	rc = rc ? rc
 		: render_histogram(o, "yurthub_store_operation_duration_seconds",
 				   "Time of one store operation.", &m->store_seconds);
+	rc = rc ? rc
+		: render_histogram(o, "yurthub_store_commit_lag_seconds",
+				   "Time from a list's last byte received to its view committed in "
+				   "the store, where offline answers see it.",
+				   &m->commit_lag_seconds);
 	rc = rc ? rc : render_process(o, m);
 	return rc;
 }

@@ -63,6 +63,8 @@ struct metrics {
 	 * them (a NUL in the name, "..", a '/'); the rest is stored */
 	_Atomic uint64_t cache_objects_skipped;
 	struct histogram store_seconds; /* one store call */
+	/* a list's last byte received -> its view committed (offline-visible) */
+	struct histogram commit_lag_seconds;
 	atomic_long cache_queue_bytes;
 	atomic_long store_views_behind; /* cache/behind.h: views a lost write left behind */
 

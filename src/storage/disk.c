@@ -169,7 +169,11 @@ static void *reaper_main(void *arg)
 		d->reap_head = it->next;
 		d->reaper_busy = true;
 		pthread_mutex_unlock(&d->reap_lock);
-		int rc = fs_rm_rf_at(d->staging_fd, it->name);
+		/* its files for the next trees if it can (disk_spare.c), the rest
+		 * removed */
+		int rc = disk_spares_keep_tree(d, it->name, it->retired);
+		if (rc < 0)
+			rc = fs_rm_rf_at(d->staging_fd, it->name);
 		if (rc < 0)
 			log_warn("disk store: cannot remove staging/%s: %s", it->name,
 				 strerror(-rc));
@@ -190,6 +194,7 @@ void disk_reap(struct disk_store *d, const char *staging_name)
 		return;
 	}
 	snprintf(it->name, sizeof it->name, "%s", staging_name);
+	it->retired = disk_spares_retire(&d->spares);
 	pthread_mutex_lock(&d->reap_lock);
 	if (!d->reaper_running) {
 		if (pthread_create(&d->reaper, NULL, reaper_main, d) == 0)
@@ -661,7 +666,10 @@ static enum store_err disk_get(struct store *s, const struct store_key *key, str
 	struct disk_store *d = disk_of(s);
 	if (!key || !key->path)
 		return STORE_EMPTY_KEY;
+	struct disk_reader reader; /* the file may be one a replace retires meanwhile */
+	disk_reader_enter(&d->spares, &reader);
 	int rc = fs_read_file_at(d->base_fd, key->path, out, DISK_OBJECT_MAX);
+	disk_reader_leave(&d->spares, &reader);
 	if (rc == -ENOENT || rc == -ENOTDIR)
 		return STORE_NOT_FOUND;
 	if (rc == -EISDIR)
@@ -867,6 +875,10 @@ struct disk_iter {
 	struct store_iter base;
 	struct disk_store *d;
 	struct store_key root;
+	/* it reads files after the lock is gone, from a directory it keeps
+	 * open: a tree retired meanwhile stays as it was until it is done */
+	struct disk_reader reader;
+	bool reading;
 	/* every object under root, sorted by (namespace, name); namespaces are
 	 * interned, and the names are one buffer of NUL-terminated strings, so
 	 * that a big collection costs a few large blocks, given back whole to
@@ -938,6 +950,8 @@ static void disk_iter_free(struct store_iter *base)
 	store_key_free(&it->root);
 	if (it->dir_fd >= 0)
 		close(it->dir_fd);
+	if (it->reading)
+		disk_reader_leave(&it->d->spares, &it->reader);
 	free(it);
 }
 
@@ -980,6 +994,8 @@ static enum store_err iter_new(struct store *s, const struct store_key *root,
 	it->base.store = s;
 	it->d = disk_of(s);
 	it->dir_fd = -1;
+	disk_reader_enter(&it->d->spares, &it->reader);
+	it->reading = true;
 	struct store_key_info info = {root->component, root->group,	root->version,
 				      root->resource,  root->namespace, root->name};
 	return key_build_disk(it->d->layout, &info, &it->root);
@@ -1450,6 +1466,7 @@ static void disk_close(struct store *s)
 	pthread_mutex_destroy(&d->reap_lock);
 	pthread_cond_destroy(&d->reap_cond);
 	disk_index_free(&d->index);
+	disk_spares_free(&d->spares);
 	free(d->path);
 	free(d);
 }
@@ -1589,6 +1606,7 @@ struct store *disk_store_open(const char *path, int flags, struct disk_recovery_
 		pthread_mutex_init(&d->key_locks[i], NULL);
 	pthread_mutex_init(&d->reap_lock, NULL);
 	pthread_cond_init(&d->reap_cond, NULL);
+	disk_spares_init(&d->spares);
 
 	bool rw = !(flags & DISK_READ_ONLY);
 	int rc = open_dir(AT_FDCWD, path, rw, &d->base_fd);
@@ -1608,6 +1626,10 @@ struct store *disk_store_open(const char *path, int flags, struct disk_recovery_
 		struct disk_recovery_report dummy;
 		if (disk_recover(d, report ? report : &dummy, err) < 0)
 			goto fail;
+		int sp = flags & DISK_NO_SPARES ? 0 : disk_spares_open(d);
+		if (sp < 0) /* replaces then create every file, as they always did */
+			log_warn("disk store: no pool of spare files in %s: %s", d->path,
+				 strerror(-sp));
 	}
 	return &d->base;
 fail:

@@ -9,6 +9,8 @@
  *       staging/  files and trees being written; garbage after a crash
  *       journal/  records of multi-step operations, for recovery
  *       views/<component>/<resource dir>   the view set of that resource
+ *       spare/    emptied files of replaced trees, for the next trees
+ *                 (disk_spare.c); no tree's, read by nobody
  *
  * Single writes go through a temp file, a sync, a rename and a sync of the
  * directory, shared by concurrent writers (disk_commit.h).  A view replace
@@ -27,6 +29,10 @@
 
 enum disk_open_flags {
 	DISK_READ_ONLY = 1, /* operator tools: no lock, no recovery, no writes */
+	/* Replaced trees' files are kept for the next trees (disk_spare.c)
+	 * where that pays, ext4 without a journal; these decide instead: */
+	DISK_NO_SPARES = 2, /* never: removed (benchmarks: the store before them) */
+	DISK_SPARES = 4,    /* always (tests) */
 };
 
 /* What recovery found and did at open. */

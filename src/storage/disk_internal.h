@@ -13,6 +13,7 @@
 #include "storage/disk.h"
 #include "storage/disk_commit.h"
 #include "storage/disk_index.h"
+#include "storage/disk_spare.h"
 #include "storage/key.h"
 #include "storage/view.h"
 
@@ -22,7 +23,8 @@
 #define KEY_STRIPES	256
 
 struct reap_item {
-	char name[48]; /* an entry of the staging directory to remove */
+	char name[48];	  /* an entry of the staging directory to remove */
+	uint64_t retired; /* disk_spares_retire()'s number for it */
 	struct reap_item *next;
 };
 
@@ -51,7 +53,8 @@ struct disk_store {
 	bool reaper_running, reaper_stop, reaper_busy;
 	pthread_t reaper;
 
-	struct disk_index index; /* what every file holds, for lists and relists */
+	struct disk_index index;   /* what every file holds, for lists and relists */
+	struct disk_spares spares; /* retired trees' inodes, for the next ones */
 };
 
 static inline struct disk_store *disk_of(struct store *s)

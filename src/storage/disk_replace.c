@@ -17,7 +17,9 @@
  *   3. renameat2(RENAME_EXCHANGE) swaps N and T in one step (a plain rename
  *      when T does not exist yet); the directories are synced;
  *   4. the view file is replaced (durably), the record removed;
- *   5. the old tree, now in staging, is removed in the background.
+ *   5. the old tree, now in staging, is removed in the background, or on
+ *      ext4 without a journal emptied into spare files for the next trees
+ *      (disk_spare.c), whose inodes N then takes instead of new ones.
  *
  * A crash before 3 leaves T untouched: recovery sees T's inode differ from
  * the record's and drops N.  A crash after 3 leaves T = N: recovery sees the
@@ -169,13 +171,19 @@ static void drop_pending(struct replace *r)
 	r->pending_bytes = 0;
 }
 
-static int write_one(int n_fd, const struct pending_write *w)
+static int write_one(struct disk_store *d, int n_fd, const struct pending_write *w)
 {
-	/* O_EXCL: never write through a hard link into a stored file (an
-	 * object listed twice has its earlier copy unlinked first). */
-	int fd = openat(n_fd, w->rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, FS_FILE_MODE);
+	/* A spare inode of a retired tree if there is one (disk_spare.c): a
+	 * new one, beside many just freed, can cost a thousand times more.
+	 * O_EXCL (and the spare's RENAME_NOREPLACE): never write through a
+	 * hard link into a stored file (an object listed twice has its
+	 * earlier copy unlinked first). */
+	int fd = disk_spares_take(d, n_fd, w->rel);
+	if (fd == -ENOENT &&
+	    (fd = openat(n_fd, w->rel, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, FS_FILE_MODE)) < 0)
+		fd = -errno;
 	if (fd < 0)
-		return -errno;
+		return fd;
 	int rc = fs_write_all(fd, w->data, w->len);
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
@@ -183,6 +191,7 @@ static int write_one(int n_fd, const struct pending_write *w)
 }
 
 struct write_share {
+	struct disk_store *d;
 	int n_fd;
 	const struct pending_write *w;
 	size_t n, nthreads, index;
@@ -204,7 +213,7 @@ static void *write_share_main(void *p)
 	struct write_share *ws = p;
 	for (size_t i = 0; i < ws->n && ws->rc == 0; i++)
 		if (dir_slot(ws->w[i].rel, ws->nthreads) == ws->index)
-			ws->rc = write_one(ws->n_fd, &ws->w[i]);
+			ws->rc = write_one(ws->d, ws->n_fd, &ws->w[i]);
 	return NULL;
 }
 
@@ -221,7 +230,8 @@ static int flush_writes(struct replace *r)
 	pthread_t tids[WRITERS_MAX];
 	bool started[WRITERS_MAX] = {false};
 	for (size_t t = 0; t < nthreads; t++) {
-		shares[t] = (struct write_share){r->n_fd, r->pending, r->npending, nthreads, t, 0};
+		shares[t] =
+		    (struct write_share){r->d, r->n_fd, r->pending, r->npending, nthreads, t, 0};
 		if (t > 0 && pthread_create(&tids[t], NULL, write_share_main, &shares[t]) == 0)
 			started[t] = true;
 	}

@@ -372,7 +372,10 @@ static void on_rename(struct order_check *oc, const struct rec *r)
 	bool exchange = r->flags & 2; /* RENAME_EXCHANGE */
 	oc->st.renames++;
 	oc->st.exchanges += exchange;
-	check_publish(oc, r);
+	/* into a scratch path nothing is published: nobody reads it there (a
+	 * tree of staging is checked when it is renamed out) */
+	if (!is_scratch(oc, r->path2) || exchange)
+		check_publish(oc, r);
 	if (r->ino_dir) {
 		oc->st.dir_renames++;
 		check_guard(oc, r);

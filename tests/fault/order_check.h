@@ -6,11 +6,11 @@
  * directory entries not yet made durable, and which path names which inode.
  * It reports a problem when
  *
- *   publish   a rename moves something into place before it is durable: a
- *             file written (or created) and not fsync'ed/fdatasync'ed since,
- *             nor covered by a syncfs of its file system; for a directory,
- *             the same for every file and directory under it, entries
- *             included;
+ *   publish   a rename moves something into place (anywhere but a scratch
+ *             path) before it is durable: a file written (or created) and
+ *             not fsync'ed/fdatasync'ed since, nor covered by a syncfs of
+ *             its file system; for a directory, the same for every file and
+ *             directory under it, entries included;
  *   guard     a directory is renamed while something under a guarded path
  *             (the journal) is not durable: the record that makes the swap
  *             recoverable must be on disk first;
