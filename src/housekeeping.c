@@ -1,8 +1,9 @@
 /*
  * housekeeping.c - a thread of the hub that wakes now and then: it counts
  * the cached objects for yurthub_cached_objects, gives freed heap back to
- * the system, and, on the etcd store, removes old tombstones and stray
- * holdings.  See housekeeping.h.
+ * the system, scrubs the store (every object read and checked, so that a
+ * damaged one is rewritten by the next list of it), and, on the etcd store,
+ * removes old tombstones and stray holdings.  See housekeeping.h.
  */
 #include "housekeeping.h"
 
@@ -31,6 +32,19 @@
 #define ETCD_RECOVER_INTERVAL_S 15
 #define ETCD_ABANDONED_S	600
 
+/* The scrub (store_scrub): soon after start, then every half hour.  A
+ * value goes bad rarely (an operator's etcdctl, a disk's lost block) and
+ * stays harmless until read - offline, where a read skips it - so the
+ * period only bounds how long a damaged copy waits for its rewrite by a
+ * relist; half an hour keeps the scrub's reads (about one offline list of
+ * everything cached, see docs/contracts.md) a small part of the store's
+ * load.  One that fails (etcd away, at start or later) is tried again a
+ * minute later, not a period later: it costs one failed call, and a hub
+ * started before its etcd is scrubbed once the etcd answers. */
+#define SCRUB_FIRST_S	 1
+#define SCRUB_INTERVAL_S 1800
+#define SCRUB_RETRY_S	 60
+
 struct housekeeping {
 	pthread_t thread;
 	pthread_mutex_t mu;
@@ -39,10 +53,16 @@ struct housekeeping {
 	struct store *store;
 	struct metrics *metrics;
 	bool etcd_gc;
+	struct timespec scrub_next; /* the scrub's own deadline (housekeeping thread only) */
 	/* housekeeping_every's chore, under mu */
 	void (*extra)(void *ctx);
 	void *extra_ctx;
 };
+
+static bool reached(const struct timespec *now, const struct timespec *t)
+{
+	return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
 
 static void count_objects(struct housekeeping *k)
 {
@@ -73,6 +93,40 @@ static void etcd_recover(struct housekeeping *k)
 	if (n > 0)
 		log_info("etcd store: %ld unfinished list%s rolled back", n, n == 1 ? "" : "s");
 	/* a failure is etcd away: already seen by every other store call */
+}
+
+static double seconds_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* Runs every SCRUB_RETRY_S; scrubs when its own deadline is reached. */
+static void scrub(struct housekeeping *k)
+{
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	if (!reached(&t0, &k->scrub_next))
+		return;
+	struct store_scrub_stats st;
+	enum store_err e = store_scrub(k->store, &st);
+	double took = seconds_since(&t0);
+	k->scrub_next = t0;
+	bool unsupported = e == STORE_IO && store_errno() == ENOTSUP; /* a backend without it */
+	k->scrub_next.tv_sec += e == STORE_OK || unsupported ? SCRUB_INTERVAL_S : SCRUB_RETRY_S;
+	if (unsupported)
+		return;
+	if (e != STORE_OK)
+		log_info("store scrub stopped after %llu objects (%s); tried again in %d s",
+			 (unsigned long long)st.objects, store_strerror(e), SCRUB_RETRY_S);
+	else if (st.damaged)
+		log_info("store scrub: %llu of %llu objects damaged (each logged once); the next "
+			 "list of each rewrites it",
+			 (unsigned long long)st.damaged, (unsigned long long)st.objects);
+	else
+		log_v(2, "store scrub: %llu objects, %llu KiB read in %.3f s, none damaged",
+		      (unsigned long long)st.objects, (unsigned long long)(st.bytes >> 10), took);
 }
 
 /* Memory the allocator keeps after a burst (a hundred watches' initial
@@ -112,11 +166,6 @@ struct chore {
 	struct timespec next;
 };
 
-static bool reached(const struct timespec *now, const struct timespec *t)
-{
-	return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
-}
-
 static void *housekeeping_main(void *arg)
 {
 	struct housekeeping *k = arg;
@@ -126,6 +175,7 @@ static void *housekeeping_main(void *arg)
 	    {etcd_recover, ETCD_RECOVER_FIRST_S, ETCD_RECOVER_INTERVAL_S, true, {0, 0}},
 	    {trim_memory, TRIM_INTERVAL_S, TRIM_INTERVAL_S, false, {0, 0}},
 	    {run_extra, COUNT_FIRST_S, EXTRA_INTERVAL_S, false, {0, 0}},
+	    {scrub, SCRUB_FIRST_S, SCRUB_RETRY_S, false, {0, 0}},
 	};
 	size_t n = sizeof chores / sizeof chores[0];
 	struct timespec now;
@@ -172,6 +222,7 @@ struct housekeeping *housekeeping_start(struct store *s, struct metrics *m, bool
 	k->store = s;
 	k->metrics = m;
 	k->etcd_gc = etcd_gc;
+	clock_gettime(CLOCK_MONOTONIC, &k->scrub_next); /* due at its chore's first run */
 	if (pthread_mutex_init(&k->mu, NULL) != 0) {
 		free(k);
 		return NULL;

@@ -2,7 +2,9 @@
  * housekeeping.h - the hub's periodic chores, in a thread of their own: the
  * object count behind yurthub_cached_objects (soon after start, then every
  * minute), giving freed heap back to the system (every 5 s, when 2 MiB or
- * more are free), with the etcd store its garbage collection, and one chore
+ * more are free), the store's scrub (store_scrub: a second after start,
+ * then every 30 minutes, a minute after one that failed), with the etcd
+ * store its garbage collection, and one chore
  * the hub adds (housekeeping_every).
  */
 #ifndef YURTHUB_HOUSEKEEPING_H

@@ -520,6 +520,12 @@ int metrics_render(struct metrics *m, struct buf *o)
 			       "Cached objects read damaged (not JSON, or not the object their key "
 			       "names) and not served; the next list of their view rewrites them.",
 			       (long long)store_damaged_reads());
+	rc = rc ? rc
+		: render_simple(o, "yurthub_store_scrubs_total", "counter",
+				"Scrubs that read and checked every cached object (soon after "
+				"start, then every 30 minutes); what they find damaged counts in "
+				"yurthub_store_damaged_reads_total.",
+				(long long)store_scrubs_done());
 	rc = rc ? rc : render_autonomy(o, m);
 	rc = rc ? rc : render_store_nospace(o, m);
 	rc = rc ? rc

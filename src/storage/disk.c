@@ -1211,6 +1211,26 @@ static enum store_err disk_list_components(struct store *s, store_name_fn fn, vo
 	return STORE_OK;
 }
 
+/* The component's resource directories (store_scrub parses them).  No
+ * lock: a directory made or replaced meanwhile is seen or not. */
+static enum store_err disk_list_resources(struct store *s, const char *component, store_name_fn fn,
+					  void *ctx)
+{
+	struct disk_store *d = disk_of(s);
+	if (!component || !key_component_ok(component))
+		return STORE_BAD_KEY;
+	char **names = NULL;
+	size_t n = 0;
+	int rc = sorted_entries(d->base_fd, component, true, &names, &n);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (fn(ctx, names[i]))
+			break;
+	free_names(names, n);
+	if (rc == -ENOENT)
+		return STORE_NOT_FOUND;
+	return rc < 0 ? store_fail_errno(rc) : STORE_OK;
+}
+
 /* ---- counting objects ---- */
 
 #define COUNT_FROM_ROOT 3 /* count_files' depth for the cache directory itself */
@@ -1490,6 +1510,7 @@ static const struct store_ops disk_ops = {
     .list_keys = disk_list_keys,
     .delete_component = disk_delete_component,
     .list_components = disk_list_components,
+    .list_resources = disk_list_resources,
     .count_objects = disk_count_objects,
     .iter_begin = disk_iter_begin,
     .iter_next = disk_iter_next,

@@ -939,6 +939,15 @@ enum store_err etcd_store_resources(struct store *s, const char *component, stor
 	return se == STORE_OK && !n.seen ? STORE_NOT_FOUND : se;
 }
 
+/* For store_scrub: the resources of the component's views (what a relist
+ * rewrites). */
+static enum store_err es_list_resources(struct store *s, const char *component, store_name_fn fn,
+					void *ctx)
+{
+	enum store_err e = etcd_store_resources(s, component, fn, ctx);
+	return e == STORE_NOT_FOUND ? STORE_OK : e;
+}
+
 /* ---- cluster info ---- */
 
 static char *cluster_key(struct etcd_store *es, const char *url_path)
@@ -1017,6 +1026,7 @@ static const struct store_ops etcd_ops = {
     .delete_component = es_delete_component,
     .list_components = es_list_components,
     .count_objects = es_count_objects,
+    .list_resources = es_list_resources,
     .iter_begin = es_iter_begin,
     .iter_begin_matching = es_iter_begin_matching,
     .iter_next = es_iter_next,

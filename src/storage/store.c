@@ -522,6 +522,108 @@ void store_iter_free(struct store_iter *it)
 	it->store->ops->iter_free(it);
 }
 
+/* ---- the scrub ---- */
+
+static _Atomic uint64_t scrubs_done;
+
+uint64_t store_scrubs_done(void)
+{
+	return atomic_load(&scrubs_done);
+}
+
+/* Names gathered before they are walked: a visitor must not call the store
+ * back (the disk store lists under no lock, etcd a page at a time, but
+ * neither promises it). */
+struct name_set {
+	struct strmap map;
+	bool oom;
+};
+
+static int name_into_set(void *ctx, const char *name)
+{
+	struct name_set *set = ctx;
+	if (strmap_put(&set->map, name, NULL))
+		return 0;
+	set->oom = true;
+	return 1;
+}
+
+/* Every object of the component's collection named by resdir, through the
+ * backend's own iterator (pages of it, not the collection in memory), each
+ * checked as a read checks it. */
+static enum store_err scrub_collection(struct store *s, const char *component, const char *resdir,
+				       struct store_scrub_stats *st)
+{
+	char *res, *ver, *grp;
+	if (key_parse_resource_dir(resdir, &res, &ver, &grp) < 0)
+		return STORE_OK; /* not a collection of the hub's */
+	struct store_key_info info = {component, grp, ver, res, "", ""};
+	struct store_key root;
+	struct store_iter *it = NULL;
+	enum store_err e = store_key_build(s, &info, &root);
+	if (e == STORE_BAD_KEY || e == STORE_EMPTY_KEY)
+		e = STORE_NOT_FOUND; /* a directory this store would not have made */
+	else if (e == STORE_OK)
+		e = s->ops->iter_begin(s, &root, NULL, &it);
+	struct buf data = BUF_INIT;
+	const struct store_key *k;
+	while (e == STORE_OK && (e = s->ops->iter_next(it, &k, &data)) == STORE_OK) {
+		st->objects++;
+		st->bytes += data.len;
+		if (!read_ok(s, component, grp, res, k->namespace, k->name, data.data, data.len))
+			st->damaged++;
+	}
+	if (it)
+		s->ops->iter_free(it);
+	store_key_free(&root);
+	buf_free(&data);
+	free(res);
+	free(ver);
+	free(grp);
+	return e == STORE_NOT_FOUND ? STORE_OK : e; /* the end, or a collection gone meanwhile */
+}
+
+enum store_err store_scrub(struct store *s, struct store_scrub_stats *stats)
+{
+	struct store_scrub_stats st = {0, 0, 0};
+	if (stats)
+		*stats = st;
+	/* An optional op: no new error value for it, the errno says why. */
+	if (!s->ops->list_resources)
+		return store_fail_errno(ENOTSUP);
+	struct name_set comps = {STRMAP_INIT, false};
+	enum store_err e = store_list_components(s, name_into_set, &comps), first = STORE_OK;
+	if (e == STORE_OK && comps.oom)
+		e = STORE_NOMEM;
+	struct strmap_entry *c;
+	for (size_t i = 0; e == STORE_OK && (c = strmap_next(&comps.map, &i));) {
+		struct name_set res = {STRMAP_INIT, false};
+		e = s->ops->list_resources(s, c->key, name_into_set, &res);
+		if (e == STORE_NOT_FOUND)
+			e = STORE_OK; /* deleted meanwhile */
+		if (e == STORE_OK && res.oom)
+			e = STORE_NOMEM;
+		struct strmap_entry *r;
+		for (size_t j = 0; e == STORE_OK && (r = strmap_next(&res.map, &j));) {
+			e = scrub_collection(s, c->key, r->key, &st);
+			/* one unreadable collection (a disk's EIO) does not stop
+			 * the others; etcd away or no memory does */
+			if (e != STORE_OK && e != STORE_UNAVAILABLE && e != STORE_NOMEM) {
+				first = first != STORE_OK ? first : e;
+				e = STORE_OK;
+			}
+		}
+		strmap_free(&res.map);
+	}
+	strmap_free(&comps.map);
+	e = e != STORE_OK ? e : first;
+	if (e == STORE_OK)
+		atomic_fetch_add(&scrubs_done, 1);
+	if (stats)
+		*stats = st;
+	return e;
+}
+
 enum store_err store_save_cluster_info(struct store *s, const char *url_path, const char *data,
 				       size_t len)
 {

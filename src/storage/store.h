@@ -208,6 +208,12 @@ struct store_ops {
 	enum store_err (*delete_component)(struct store *s, const char *component);
 	/* Components that have anything cached. */
 	enum store_err (*list_components)(struct store *s, store_name_fn fn, void *ctx);
+	/* The collections the component has cached objects of, as resource
+	 * directories "RESOURCE.VERSION.GROUP" (key_parse_resource_dir; a
+	 * legacy disk layout's bare resource reads as the core group), for
+	 * store_scrub.  May be NULL: that backend is not scrubbed. */
+	enum store_err (*list_resources)(struct store *s, const char *component, store_name_fn fn,
+					 void *ctx);
 	/* How many objects this node holds, over all its components: an
 	 * object held by two components counts twice (each holds its own
 	 * copy or record).  Cluster info is not counted.  Takes no lock that
@@ -330,6 +336,25 @@ uint64_t store_damaged_reads(void);
  * it (the caller rewrites it). */
 bool store_damage_take(struct store *s, const char *component, const char *group,
 		       const char *resource, const char *ns, const char *name);
+
+/* The background scrub (housekeeping.c calls it at start, then every
+ * period): reads every object of every collection of every component
+ * through the backend's iterator, a page at a time (no more of the store
+ * in memory than one iterator holds, no store lock held between pages),
+ * and checks each as a read does: a damaged one is counted, logged once
+ * and remembered, so that the next list of a view holding it rewrites it
+ * whatever the resourceVersion - also when no client read it, and after a
+ * restart forgot what the reads had found. */
+struct store_scrub_stats {
+	uint64_t objects; /* objects read */
+	uint64_t bytes;	  /* their bytes */
+	uint64_t damaged; /* of which damaged */
+};
+/* STORE_OK when every collection was read; the first error otherwise (etcd
+ * away: the caller tries again later).  stats may be NULL. */
+enum store_err store_scrub(struct store *s, struct store_scrub_stats *stats);
+/* Scrubs that read the whole store since the process started. */
+uint64_t store_scrubs_done(void);
 
 /* Set by backends when they return STORE_IO. */
 enum store_err store_fail_errno(int err);
