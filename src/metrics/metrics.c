@@ -514,12 +514,13 @@ int metrics_render(struct metrics *m, struct buf *o)
 				"Bytes of responses waiting to be written to the store.",
 				atomic_load(&m->cache_queue_bytes));
 	rc = rc ? rc : render_cached_objects(o, m);
-	rc =
-	    rc ? rc
-	       : render_simple(o, "yurthub_store_damaged_reads_total", "counter",
-			       "Cached objects read damaged (not JSON, or not the object their key "
-			       "names) and not served; the next list of their view rewrites them.",
-			       (long long)store_damaged_reads());
+	rc = rc ? rc
+		: render_simple(
+		      o, "yurthub_store_damaged_reads_total", "counter",
+		      "Cached objects read damaged (not JSON, or not the object their key "
+		      "names) and not served, the scrub's reads included; the next list of "
+		      "their view rewrites them.",
+		      (long long)store_damaged_reads());
 	rc = rc ? rc
 		: render_simple(o, "yurthub_store_scrubs_total", "counter",
 				"Scrubs that read and checked every cached object (soon after "

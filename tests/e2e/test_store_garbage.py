@@ -4,8 +4,11 @@ damaged objects out and stays valid JSON, a get of one answers 500 (not 404:
 kubelet would take the pod for gone), the metric counts the reads, the log
 names each key once, `yurthub cache verify` names them, and the next list
 from the cloud rewrites them although nothing changed there (same
-resourceVersions).  docs/contracts.md section 2, "Damaged objects are never
-served".
+resourceVersions).  And the same for damage no client ever read: written
+while the hub was stopped, it is found by the scrub at the hub's start
+(yurthub_store_scrubs_total), and the cloud's relist at the same
+resourceVersions rewrites it without any read of it.  docs/contracts.md
+section 2, "Damaged objects are never served".
 """
 
 import json
@@ -149,6 +152,48 @@ def damage_and_repair(t, label, double, hub, place):
     t.check(label + ": verify no longer names them", p not in out and q not in out, out[-600:])
 
 
+def impostor_of(data, name):
+    """The object's own JSON under another name, at its resourceVersion:
+    nothing in it tells a relist (nor the disk store's index, rebuilt from
+    the files at start) that it changed."""
+    obj = json.loads(data)
+    obj["metadata"]["name"] = name + "-impostor"
+    return json.dumps(obj).encode()
+
+
+def scrub_unread(t, label, double, hub, place):
+    wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 20, what="online")
+    s, body = kubelet_get(hub, PODS)
+    t.check(label + ": online list", s == 200, body[:200])
+    pods = names_of(body)
+    (pns, p), (qns, q) = pods[0].split("/"), pods[1].split("/")
+    wait_for(lambda: all(is_object(place.read(*x.split("/")), x.split("/")[1]) for x in pods),
+             20, what="the pods cached")
+    hub.stop()
+    place.write(pns, p, impostor_of(place.read(pns, p), p))
+    place.write(qns, q, b"not json {")
+    hub.start()
+    wait_for(lambda: hub.metric("yurthub_upstream_healthy") == 1, 20, what="online")
+    try:
+        scrubbed = wait_for(lambda: (hub.metric("yurthub_store_scrubs_total") or 0) >= 1, 20,
+                            what="a scrub")
+    except TimeoutError:
+        scrubbed = False
+    t.check(label + ": the hub scrubbed its store at start", scrubbed,
+            hub.metric("yurthub_store_scrubs_total"))
+    n = hub.metric("yurthub_store_damaged_reads_total")
+    t.check(label + ": the scrub counted both damaged pods (%s)" % n, n is not None and n >= 2)
+    s, body = kubelet_get(hub, PODS)  # the cloud's list: unchanged, same resourceVersions
+    t.check(label + ": online relist", s == 200 and names_of(body) == pods, body[:200])
+    try:
+        rewritten = wait_for(lambda: is_object(place.read(pns, p), p) and
+                             is_object(place.read(qns, q), q), 20, what="the pods rewritten")
+    except TimeoutError:
+        rewritten = False
+    t.check(label + ": the relist rewrote both, never read, at the same resourceVersion",
+            rewritten, [(place.read(*x) or b"")[:80] for x in ((pns, p), (qns, q))])
+
+
 def main():
     t = Suite("store-garbage")
     double = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--node", "node2",
@@ -161,6 +206,7 @@ def main():
         hub = Hub(t.workdir, [double.url], name="disk-" + label, binary=binary)
         try:
             t.run(scenario, "disk, " + label, double, hub, DiskPlace(hub, binary))
+            t.run(scrub_unread, "disk, unread, " + label, double, hub, DiskPlace(hub, binary))
         finally:
             hub.stop()
         prefix = "/garbage-%s/registry" % label
@@ -168,7 +214,9 @@ def main():
                   extra=["--storage=etcd", "--etcd-servers=" + etcd.url,
                          "--etcd-prefix=" + prefix])
         try:
-            t.run(scenario, "etcd, " + label, double, hub, EtcdPlace(hub, binary, etcd, prefix))
+            place = EtcdPlace(hub, binary, etcd, prefix)
+            t.run(scenario, "etcd, " + label, double, hub, place)
+            t.run(scrub_unread, "etcd, unread, " + label, double, hub, place)
         finally:
             hub.stop()
     each_build(run)
