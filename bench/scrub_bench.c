@@ -79,7 +79,7 @@ static int scrub(const char *name, struct store *s)
 	long before = rss_kb();
 	double t = now_s();
 	struct store_scrub_stats st;
-	enum store_err e = store_scrub(s, &st);
+	enum store_err e = store_scrub(s, NULL, &st);
 	t = now_s() - t;
 	if (e != STORE_OK) {
 		fprintf(stderr, "%s scrub: %s\n", name, store_strerror(e));

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -50,6 +51,7 @@ struct housekeeping {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* on CLOCK_MONOTONIC: a clock step neither fires nor starves it */
 	bool stop;
+	atomic_bool stopping; /* stop, for the scrub to look at between objects */
 	struct store *store;
 	struct metrics *metrics;
 	bool etcd_gc;
@@ -110,12 +112,12 @@ static void scrub(struct housekeeping *k)
 	if (!reached(&t0, &k->scrub_next))
 		return;
 	struct store_scrub_stats st;
-	enum store_err e = store_scrub(k->store, &st);
+	enum store_err e = store_scrub(k->store, &k->stopping, &st);
 	double took = seconds_since(&t0);
 	k->scrub_next = t0;
 	bool unsupported = e == STORE_IO && store_errno() == ENOTSUP; /* a backend without it */
 	k->scrub_next.tv_sec += e == STORE_OK || unsupported ? SCRUB_INTERVAL_S : SCRUB_RETRY_S;
-	if (unsupported)
+	if (unsupported || atomic_load(&k->stopping))
 		return;
 	if (e != STORE_OK)
 		log_info("store scrub stopped after %llu objects (%s); tried again in %d s",
@@ -259,6 +261,7 @@ void housekeeping_stop(struct housekeeping *k)
 {
 	if (!k)
 		return;
+	atomic_store(&k->stopping, true);
 	pthread_mutex_lock(&k->mu);
 	k->stop = true;
 	pthread_cond_signal(&k->cv);

@@ -552,7 +552,7 @@ static int name_into_set(void *ctx, const char *name)
  * backend's own iterator (pages of it, not the collection in memory), each
  * checked as a read checks it. */
 static enum store_err scrub_collection(struct store *s, const char *component, const char *resdir,
-				       struct store_scrub_stats *st)
+				       const atomic_bool *cancel, struct store_scrub_stats *st)
 {
 	char *res, *ver, *grp;
 	if (key_parse_resource_dir(resdir, &res, &ver, &grp) < 0)
@@ -567,7 +567,8 @@ static enum store_err scrub_collection(struct store *s, const char *component, c
 		e = s->ops->iter_begin(s, &root, NULL, &it);
 	struct buf data = BUF_INIT;
 	const struct store_key *k;
-	while (e == STORE_OK && (e = s->ops->iter_next(it, &k, &data)) == STORE_OK) {
+	while (e == STORE_OK && !(cancel && atomic_load(cancel)) &&
+	       (e = s->ops->iter_next(it, &k, &data)) == STORE_OK) {
 		st->objects++;
 		st->bytes += data.len;
 		if (!read_ok(s, component, grp, res, k->namespace, k->name, data.data, data.len))
@@ -580,10 +581,13 @@ static enum store_err scrub_collection(struct store *s, const char *component, c
 	free(res);
 	free(ver);
 	free(grp);
-	return e == STORE_NOT_FOUND ? STORE_OK : e; /* the end, or a collection gone meanwhile */
+	if (e == STORE_OK || e == STORE_NOT_FOUND) /* the end, or a collection gone meanwhile */
+		e = cancel && atomic_load(cancel) ? STORE_UNAVAILABLE : STORE_OK;
+	return e;
 }
 
-enum store_err store_scrub(struct store *s, struct store_scrub_stats *stats)
+enum store_err store_scrub(struct store *s, const atomic_bool *cancel,
+			   struct store_scrub_stats *stats)
 {
 	struct store_scrub_stats st = {0, 0, 0};
 	if (stats)
@@ -605,7 +609,7 @@ enum store_err store_scrub(struct store *s, struct store_scrub_stats *stats)
 			e = STORE_NOMEM;
 		struct strmap_entry *r;
 		for (size_t j = 0; e == STORE_OK && (r = strmap_next(&res.map, &j));) {
-			e = scrub_collection(s, c->key, r->key, &st);
+			e = scrub_collection(s, c->key, r->key, cancel, &st);
 			/* one unreadable collection (a disk's EIO) does not stop
 			 * the others; etcd away or no memory does */
 			if (e != STORE_OK && e != STORE_UNAVAILABLE && e != STORE_NOMEM) {

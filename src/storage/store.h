@@ -49,6 +49,7 @@
 #ifndef YURTHUB_STORAGE_STORE_H
 #define YURTHUB_STORAGE_STORE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -351,8 +352,11 @@ struct store_scrub_stats {
 	uint64_t damaged; /* of which damaged */
 };
 /* STORE_OK when every collection was read; the first error otherwise (etcd
- * away: the caller tries again later).  stats may be NULL. */
-enum store_err store_scrub(struct store *s, struct store_scrub_stats *stats);
+ * away: the caller tries again later).  cancel (may be NULL) is looked at
+ * before each object: once set, the scrub stops with STORE_UNAVAILABLE (a
+ * hub stopping does not wait for a big store's scrub).  stats may be NULL. */
+enum store_err store_scrub(struct store *s, const atomic_bool *cancel,
+			   struct store_scrub_stats *stats);
 /* Scrubs that read the whole store since the process started. */
 uint64_t store_scrubs_done(void);
 

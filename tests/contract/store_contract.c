@@ -1277,7 +1277,7 @@ static void test_scrub_finds_unread_damage(void **state)
 	assert_int_equal(store_replace_view(f->s, &sv, 6, svc.v, svc.n), STORE_OK);
 
 	struct store_scrub_stats st;
-	assert_int_equal(store_scrub(f->s, &st), STORE_OK);
+	assert_int_equal(store_scrub(f->s, NULL, &st), STORE_OK);
 	assert_int_equal(st.objects, 4);
 	assert_int_equal(st.damaged, 0);
 
@@ -1288,7 +1288,7 @@ static void test_scrub_finds_unread_damage(void **state)
 	B->poke(B->ctx, f->s, &k, impostor, strlen(impostor));
 
 	uint64_t runs = store_scrubs_done(), reads = store_damaged_reads();
-	assert_int_equal(store_scrub(f->s, &st), STORE_OK);
+	assert_int_equal(store_scrub(f->s, NULL, &st), STORE_OK);
 	assert_int_equal(st.objects, 4);
 	assert_int_equal(st.damaged, 1);
 	assert_true(st.bytes >= strlen(impostor) + svc.v[0].len);
@@ -1302,9 +1302,17 @@ static void test_scrub_finds_unread_damage(void **state)
 	assert_int_equal(b.len, it.v[1].len);
 	assert_memory_equal(b.data, it.data[1], b.len);
 	buf_free(&b);
-	assert_int_equal(store_scrub(f->s, &st), STORE_OK);
+	assert_int_equal(store_scrub(f->s, NULL, &st), STORE_OK);
 	assert_int_equal(st.objects, 4);
 	assert_int_equal(st.damaged, 0);
+
+	/* a hub stopping: the scrub gives up before its next object, and
+	 * is not counted as done */
+	atomic_bool cancel = true;
+	runs = store_scrubs_done();
+	assert_int_equal(store_scrub(f->s, &cancel, &st), STORE_UNAVAILABLE);
+	assert_int_equal(st.objects, 0);
+	assert_int_equal(store_scrubs_done(), runs);
 
 	store_key_free(&k);
 	free(impostor);
