@@ -491,12 +491,7 @@ def run_late_certificate(t, binary, label):
     """The secure port starts serving after the start (bootstrap; the serving CSR approved
     later): kubelet's open watches of Services (the multiplexer's) and of its pods
     (proxied) get default/kubernetes and the pod rewritten to the hub (issue 24, item 5)."""
-    import hashlib
-    import threading
-    from cryptography import x509
-    from cryptography.hazmat.primitives import serialization
-    from harness import free_port
-    from test_filter_odd import approve, csrs
+    from test_filter_odd import approve, csrs, start_hub_serving_later
     label += ", late certificate"
     tag = label.split(",")[0]
     token = "abcdef.0123456789abcdef"
@@ -505,28 +500,7 @@ def run_late_certificate(t, binary, label):
                                "--bootstrap-token", token])
     t.cleanups.append(cloud.stop)
     cloud.put_object(env_pod("web"))
-    with open(os.path.join(pki, "ca.crt"), "rb") as f:
-        spki = x509.load_pem_x509_certificate(f.read()).public_key().public_bytes(
-            serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
-    stop = threading.Event()
-
-    def approver():  # yurt-manager, for the client certificate only
-        while not stop.is_set():
-            approve(cloud, "kubernetes.io/kube-apiserver-client")
-            stop.wait(0.2)
-    th = threading.Thread(target=approver, daemon=True)
-    th.start()
-    port = free_port()
-    try:
-        hub = Hub(t.workdir, ["https://127.0.0.1:%d" % cloud.port], name="hub-late-" + tag,
-                  binary=binary,
-                  extra=["--join-token=" + token, "--root-dir=" + os.path.join(
-                      t.workdir, "root-" + tag), "--discovery-token-ca-cert-hash=sha256:" +
-                         hashlib.sha256(spki).hexdigest(), "--proxy-secure-port=%d" % port])
-    finally:
-        stop.set()
-        th.join()
-    t.cleanups.append(hub.stop)
+    hub, port = start_hub_serving_later(t, cloud, pki, token, tag, binary)
     def kubelet_requests():
         return cloud.state()["requests_by_user_agent"].get("kubelet", 0)
     before = kubelet_requests()

@@ -329,18 +329,14 @@ def approve(double, signer):
     return n
 
 
-def test_certificate_arrives(t, binary, tag):
-    """Bootstrap: the client certificate is approved, the serving one only later.
-    Until then kubelet sees the cloud's kubernetes Service; from then on, the hub."""
+def start_hub_serving_later(t, cloud, pki, token, tag, binary):
+    """A hub joined to cloud by token bootstrap with a secure port, whose client
+    certificate is approved (as yurt-manager would) and whose serving one is
+    left pending: its secure port does not serve yet.  (hub, secure port)."""
     import hashlib
     import threading
     from cryptography import x509
     from cryptography.hazmat.primitives import serialization
-    token = "abcdef.0123456789abcdef"
-    pki = os.path.join(t.workdir, "pki-" + tag)
-    cloud = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--pki-dir", pki,
-                               "--bootstrap-token", token])
-    t.cleanups.append(cloud.stop)
     with open(os.path.join(pki, "ca.crt"), "rb") as f:
         spki = x509.load_pem_x509_certificate(f.read()).public_key().public_bytes(
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
@@ -363,6 +359,18 @@ def test_certificate_arrives(t, binary, tag):
         stop.set()
         th.join()
     t.cleanups.append(hub.stop)
+    return hub, port
+
+
+def test_certificate_arrives(t, binary, tag):
+    """Bootstrap: the client certificate is approved, the serving one only later.
+    Until then kubelet sees the cloud's kubernetes Service; from then on, the hub."""
+    token = "abcdef.0123456789abcdef"
+    pki = os.path.join(t.workdir, "pki-" + tag)
+    cloud = Double(t.workdir, ["--seed", "sample", "--node", "node1", "--pki-dir", pki,
+                               "--bootstrap-token", token])
+    t.cleanups.append(cloud.stop)
+    hub, port = start_hub_serving_later(t, cloud, pki, token, tag, binary)
 
     def kube_ip():
         s, body = proxy_json(hub, "/api/v1/services", KUBELET)
